@@ -159,15 +159,23 @@ async def test_anthropic_tool_call_never_stopped_gets_its_whole_arguments() -> N
     assert [e["type"] for e in events][-2:] == ["toolcall_end", "done"]
 
 
-async def test_anthropic_block_started_again_on_an_open_index_closes_the_first() -> None:
+@pytest.mark.parametrize("second", ["text", "server_tool_use"])
+async def test_anthropic_block_started_again_on_an_open_index_closes_the_first(second: str) -> None:
     """A second ``content_block_start`` on an index still open (a proxy that drops a
     content_block_stop and reuses the index): the first block is closed there, its end event
     said and a tool call's arguments parsed whole; it was left open, its arguments the last
-    lagging parse and no ``toolcall_end`` for it."""
+    lagging parse and no ``toolcall_end`` for it. A block of a kind tether does not show (a
+    server tool) closes it too: its input deltas went into the first call's arguments."""
     arguments = json.dumps({"path": "a.txt", "content": "x" * 3000})
     body = _long_tool_call_unstopped(arguments)
-    body += a_event("content_block_start", index=0, content_block={"type": "text", "text": ""})
-    body += a_event("content_block_delta", index=0, delta={"type": "text_delta", "text": "done"})
+    if second == "text":
+        body += a_event("content_block_start", index=0, content_block={"type": "text", "text": ""})
+        body += a_event("content_block_delta", index=0, delta={"type": "text_delta", "text": "done"})
+    else:
+        block: dict[str, object] = {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}
+        body += a_event("content_block_start", index=0, content_block=block)
+        delta = {"type": "input_json_delta", "partial_json": '{"query": "x"}'}
+        body += a_event("content_block_delta", index=0, delta=delta)
     body += a_event("content_block_stop", index=0)
     body += a_event("message_delta", delta={"stop_reason": "tool_use"}, usage={}) + a_event("message_stop")
     async with LoopbackServer([Reply(body)]) as server:
@@ -175,7 +183,9 @@ async def test_anthropic_block_started_again_on_an_open_index_closes_the_first()
     assert final["stopReason"] == "toolUse"
     assert as_tool_call(final["content"][0])["arguments"] == json.loads(arguments)
     kinds = [e["type"] for e in events if not e["type"].endswith("_delta")]
-    assert kinds == ["start", "toolcall_start", "toolcall_end", "text_start", "text_end", "done"]
+    assert "".join(e["delta"] for e in events if e["type"] == "toolcall_delta") == arguments
+    text = ["text_start", "text_end"] if second == "text" else []
+    assert kinds == ["start", "toolcall_start", "toolcall_end", *text, "done"]
 
 
 async def test_anthropic_key_from_env_and_oauth_bearer(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -367,6 +367,11 @@ class AnthropicParser(StreamParser):
         block_data = as_dict(payload.get("content_block")) or {}
         index = _block_index(payload)
         kind = block_data.get("type")
+        # A start on an index still open (its content_block_stop dropped): the first block is
+        # closed here, or it would stay open for good, a tool call's arguments the lagging parse;
+        # whatever kind starts (a server tool's input deltas went into the open call's arguments).
+        still_open = self.parts.open.get(index)
+        closed = self.parts.end(still_open) if still_open is not None else []
         if kind == "text":
             block: dict[str, Any] = {"type": "text", "text": ""}
         elif kind == "thinking":
@@ -387,11 +392,7 @@ class AnthropicParser(StreamParser):
                 "arguments": as_dict(block_data.get("input")) or {},
             }
         else:
-            return []  # server tools, their results, compaction: not ours to show
-        # A start on an index still open (its content_block_stop dropped): the first block is
-        # closed here, or it would stay open for good, a tool call's arguments the lagging parse.
-        still_open = self.parts.open.get(index)
-        closed = self.parts.end(still_open) if still_open is not None else []
+            return closed  # server tools, their results, compaction: not ours to show
         return closed + self.parts.start(index, block)
 
     def _delta(self, payload: dict[str, Any]) -> list[AssistantMessageEvent]:
