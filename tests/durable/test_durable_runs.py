@@ -5,6 +5,7 @@ way and leaving the session consistent, resume after cancel, retry, idempotent s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import logging
@@ -306,6 +307,39 @@ async def test_a_failed_runs_line_is_escaped_and_says_what_it_cut(
         f"run {run_id} of session s\\x0arun x of session y failed: forged failed: "
         "bad \\x1b]0;owned\\x07 lock (2 more lines: tether worker --verbose shows them)"
     ]
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenError(Exception):
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+    def __reduce__(self) -> tuple[type[FrozenError], tuple[str]]:  # DBOS stores it pickled
+        return (FrozenError, (self.reason,))
+
+
+async def test_a_failure_refusing_attributes_is_the_runs_error(
+    config: DurableConfig, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception that refuses attributes (a frozen dataclass) failed the mark ``durable_run``
+    puts on the failure it logged: the mark's FrozenInstanceError replaced the run's error."""
+    import tether.durable.workflow as workflow
+
+    async def failing(_runtime: object, _session_id: str) -> None:
+        raise FrozenError("the lock is frozen")
+
+    monkeypatch.setattr(workflow, "_lock", failing)
+    caplog.set_level(logging.INFO, "tether.durable")
+    options: EnqueueOptions = {"workflow_name": WORKFLOW, "queue_name": QUEUE, "queue_partition_key": "s"}
+    with DurableClient(config) as client:
+        run_id = client.dbos.enqueue(options, {"session": "s", "prompt": "go"}).get_workflow_id()
+        await wait_status(client, run_id, "ERROR")
+        error = runs.show(client, run_id).run.error
+    assert error is not None and "the lock is frozen" in error and "cannot assign" not in error
+    said = [r.getMessage() for r in caplog.records if r.name == "tether.durable"]
+    assert said == [f"run {run_id} of session s failed: the lock is frozen"]
 
 
 async def test_a_malformed_request_fails_in_one_line_naming_what_is_wrong(

@@ -28,6 +28,7 @@ a model stream from inside its step.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.metadata
 import inspect
 import logging
@@ -253,7 +254,10 @@ async def durable_run(request: RunRequest) -> RunOutcome:
             cut,
             exc_info=exc if log.isEnabledFor(logging.DEBUG) else None,
         )
-        setattr(exc, _LOGGED, True)
+        # past the class's own __setattr__: one refusing attributes (a frozen dataclass) raised
+        # here, its error replacing the run's
+        with contextlib.suppress(AttributeError, TypeError):
+            object.__setattr__(exc, _LOGGED, True)
         raise
 
 
