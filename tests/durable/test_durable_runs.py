@@ -9,6 +9,7 @@ import dataclasses
 import io
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -306,6 +307,43 @@ async def test_a_failed_runs_line_is_escaped_and_says_what_it_cut(
     assert said == [
         f"run {run_id} of session s\\x0arun x of session y failed: forged failed: "
         "bad \\x1b]0;owned\\x07 lock (2 more lines: tether worker --verbose shows them)"
+    ]
+
+
+def test_recovered_and_unrecorded_run_ids_are_escaped_in_the_workers_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run id is the enqueuing program's choice: "recovering run ID of a dead worker" and "run
+    ID ended but the database did not record it" wrote it raw, a newline forging a log line."""
+    import tether.durable.worker as worker
+
+    stop = threading.Event()
+
+    class Unrecorded:
+        def __init__(self, *_args: object) -> None:
+            pass
+
+        def look(self) -> list[str]:
+            stop.set()
+            return ["c\x1b]0;owned\x07"]
+
+    def nothing(*_args: object) -> None:
+        return None
+
+    def dead(*_args: object) -> list[str]:
+        return ["a\nrun b"]
+
+    monkeypatch.setattr(worker, "launch", nothing)
+    monkeypatch.setattr(worker, "shutdown", nothing)
+    monkeypatch.setattr(worker, "recover_dead", dead)
+    monkeypatch.setattr(worker, "Unrecorded", Unrecorded)
+    caplog.set_level(logging.WARNING, "tether.durable")
+    url = f"sqlite:///{tmp_path / 'durable.sqlite'}"
+    config = DurableConfig(system_database=url, name="w1", heartbeat_seconds=0.01, keep_runs_days=0)
+    worker.serve(Runtime(config, tmp_path / "config"), stop)
+    assert [r.getMessage() for r in caplog.records if r.name == "tether.durable"] == [
+        "recovering run a\\x0arun b of a dead worker",
+        "run c\\x1b]0;owned\\x07 ended but the database did not record it: running it again",
     ]
 
 

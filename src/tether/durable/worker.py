@@ -52,6 +52,7 @@ from tether.durable.workflow import (
     install,
     logged_failure,
 )
+from tether.wire.escapes import visible
 
 _METADATA = sa.MetaData()
 _WORKERS = sa.Table(
@@ -340,12 +341,15 @@ def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] 
                     log.warning("pruning old runs failed: %s", first_line(exc))
             try:
                 for run_id in recover_dead(heartbeats, dispatcher):
-                    log.warning("recovering run %s of a dead worker", run_id)
+                    log.warning("recovering run %s of a dead worker", visible(run_id, one_line=True))
             except Exception as exc:  # a passing database fault: the next look tries again
                 log.warning("looking for dead workers failed: %s", first_line(exc))
             try:
                 for run_id in unrecorded.look():
-                    log.warning("run %s ended but the database did not record it: running it again", run_id)
+                    log.warning(
+                        "run %s ended but the database did not record it: running it again",
+                        visible(run_id, one_line=True),  # a program's choice: a newline forged a line
+                    )
             except Exception as exc:
                 log.warning("looking for runs whose end was not recorded failed: %s", first_line(exc))
     finally:
