@@ -161,6 +161,11 @@ def setup(api):
 """
 
 
+def shown_before(screen: str, first: str, then: str) -> bool:
+    """``first`` is on ``screen`` and ``then`` is below it."""
+    return first in screen and then in screen.split(first, 1)[1]
+
+
 def test_extension_messages_are_shown_and_a_switch_can_be_cancelled(cli: CliEnv) -> None:
     """An extension's message (``send_message``) is shown under its type, through the extension's
     renderer when it has one; ``/new`` asks ``confirm_changes``'s question and a no keeps the
@@ -174,14 +179,18 @@ def test_extension_messages_are_shown_and_a_switch_can_be_cancelled(cli: CliEnv)
     terminal = Terminal(command, str(cli.project), env)
     try:
         terminal.wait_for("/help for commands")
+        # Each note is printed through patch_stdout's writer thread, not with the frame that draws
+        # the run: wait until the note and, below it, its reply are both shown, rather than read the
+        # screen once at the reply's first sight; a failure prints the whole screen (an assert's
+        # repr cuts it to 240 characters).
         terminal.type("/remind water the plants")
         terminal.send("Enter")
-        screen = terminal.wait_for("Noted the reminder.")
-        assert "[remind.note]\nreminder:\n  water the plants" in screen
+        terminal.wait_for(
+            lambda s: shown_before(s, "[remind.note]\nreminder:\n  water the plants", "Noted the reminder.")
+        )
         terminal.type("/plain buy bread")
         terminal.send("Enter")
-        screen = terminal.wait_for("Noted the plain one.")
-        assert "[plain.note]\nbuy bread" in screen
+        terminal.wait_for(lambda s: shown_before(s, "[plain.note]\nbuy bread", "Noted the plain one."))
 
         terminal.type("/new")
         terminal.send("Enter")
