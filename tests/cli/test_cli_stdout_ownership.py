@@ -65,7 +65,7 @@ def test_one_ctrl_c_ends_p_waiting_on_an_open_stdin_pipe(cli: CliEnv) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "tether.cli", "-p", "question"],
         cwd=cli.project,
-        env=cli.env(),
+        env=cli.env(PYTHONFAULTHANDLER="1"),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -77,7 +77,17 @@ def test_one_ctrl_c_ends_p_waiting_on_an_open_stdin_pipe(cli: CliEnv) -> None:
             assert process.poll() is None and time.monotonic() < deadline, "never read stdin"
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
-        assert process.wait(30) == 130
+        try:
+            status = process.wait(30)
+        except subprocess.TimeoutExpired:
+            # Still running: faulthandler prints every thread's stack on SIGABRT, so the failure
+            # says where it hangs (it failed only inside whole-suite runs, never alone).
+            process.send_signal(signal.SIGABRT)
+            _, stderr = process.communicate(timeout=30)
+            raise AssertionError(
+                "tether -p outlived one Ctrl-C:\n" + stderr.decode(errors="replace")
+            ) from None
+        assert status == 130, process.communicate()[1].decode(errors="replace")
     finally:
         if process.poll() is None:
             process.kill()
