@@ -96,6 +96,37 @@ async def test_fork_switch_and_clone(rpc: RpcEnv) -> None:
             await client.switch_session("no-such-session")
 
 
+async def test_new_session_records_the_parent_it_is_given_as_a_fork_does(rpc: RpcEnv) -> None:
+    """``new_session``'s ``parentSession`` (an id or a ``sessionFile``) is recorded as the new
+    session's parent, as pi's ``newSession({parentSession})`` does; tether accepted it and dropped
+    it. A fork at the first user message is linked too (tether's sessions start with settings
+    entries, so it copies those; a session with none takes the ``new_session`` way)."""
+    from tether.session.manager import SessionManager
+
+    rpc.script([text_reply("A1"), text_reply("B1"), text_reply("C1")])
+    async with rpc.spawn() as client:
+        await client.prompt("question one")
+        state = await client.get_state()
+        original, session_file = state["sessionId"], state["sessionFile"]
+        assert original is not None and session_file is not None
+        [first] = await client.get_fork_messages()
+        assert await client.fork(first["entryId"]) == {"text": "question one", "cancelled": False}
+        assert (await client.get_state())["messageCount"] == 0
+        await client.prompt("question again")
+        forked = (await client.get_state())["sessionId"]
+        assert await client.new_session(parent_session=session_file) == {"cancelled": False}
+        await client.prompt("a child by name")
+        child = (await client.get_state())["sessionId"]
+        assert await client.new_session() == {"cancelled": False}
+        await client.prompt("an orphan")
+        orphan = (await client.get_state())["sessionId"]
+    store_path = session_file.rpartition("/")[0]
+    with SessionManager.at(store_path) as sessions:
+        parents = {record.id: record.parent_session_id for record in sessions.list()}
+    assert parents[forked] == original and parents[child] == original
+    assert parents[orphan] is None and parents[original] is None
+
+
 async def test_new_session_starts_empty_and_names_are_kept(rpc: RpcEnv) -> None:
     rpc.script([text_reply("hello")])
     async with rpc.spawn() as client:

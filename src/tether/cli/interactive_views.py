@@ -269,7 +269,9 @@ async def fork_picked(ui: Screen, core: AgentSession) -> str | None:
         ui.say(render.note(f"fork: {exc}", "warning"))
         return None
     parent = entry.get("parentId")
-    new_id = core.fork(parent) if isinstance(parent, str) else core.new_session()
+    new_id = (
+        core.fork(parent) if isinstance(parent, str) else core.new_session(parent_session=core.session_id)
+    )
     ui.say(render.note(f"forked into new session {new_id}: edit the message below and send", "success"))
     return text
 

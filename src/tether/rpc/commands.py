@@ -95,7 +95,11 @@ class NewSessionCommand(TypedDict):
 
     id: NotRequired[RequestId]
     type: Literal["new_session"]
-    parentSession: NotRequired[Annotated[str, Doc("Accepted for pi compatibility; not recorded.")]]
+    parentSession: NotRequired[
+        Annotated[
+            str, Doc("The session this one starts from (an id or a sessionFile), recorded as its parent.")
+        ]
+    ]
 
 
 @record(PARAMS)

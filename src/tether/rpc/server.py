@@ -261,7 +261,8 @@ class RpcServer(CommandDispatch):
             await self.core.before_switch("new")
         except SessionChangeCancelled as exc:
             return self._cancelled(exc)
-        self.core.new_session()
+        parent = params.get("parentSession")
+        self.core.new_session(parent_session=parent if isinstance(parent, str) and parent else None)
         return {"cancelled": False}
 
     def _cancelled(self, exc: Exception, **answer: object) -> object:
@@ -492,7 +493,7 @@ class RpcServer(CommandDispatch):
             return self._cancelled(exc, text=message_text(message))
         parent = entry["parentId"]
         if parent is None:
-            self.core.new_session()
+            self.core.new_session(parent_session=session.id)
         else:
             self.core.fork(parent)
         return {"text": message_text(message), "cancelled": False}

@@ -45,12 +45,14 @@ class SessionManager:
         thinking_level: str | None = None,
         system_prompt: str | None = None,
         deferred: bool = False,
+        parent_session_id: str | None = None,
     ) -> Session:
         """A new, empty, writable session; initial settings become its first entries.
 
         ``deferred``: store nothing until the first message is appended (see ``Session``), so a
         run that fails before it, or a start left at once, leaves no empty session behind. Every
-        front end creates its sessions so."""
+        front end creates its sessions so. ``parent_session_id``: the session this one was
+        started from (a fork before the first message copies nothing, yet is still its child)."""
         session_id, where, created = new_id(), path_text(cwd if cwd is not None else Path.cwd()), now_ms()
         if deferred:
             record = SessionRecord(
@@ -61,7 +63,7 @@ class SessionManager:
                 updated=created,
                 leaf_id=None,
                 version=ENTRY_FORMAT,
-                parent_session_id=None,
+                parent_session_id=parent_session_id,
                 parent_entry_id=None,
                 first_prompt=None,
                 entry_count=0,
@@ -74,7 +76,14 @@ class SessionManager:
             )
             session = Session(self.store, record, EntryTree(), None, unstored=True)
         else:
-            record = self.store.create_session(session_id, where, created, title=title, version=ENTRY_FORMAT)
+            record = self.store.create_session(
+                session_id,
+                where,
+                created,
+                title=title,
+                version=ENTRY_FORMAT,
+                parent_session_id=parent_session_id,
+            )
             lease = self.store.acquire_writer(record.id)
             # Nothing to read back: nobody else knows the new id, so the row is as created and
             # the tree empty (``open`` re-reads both once it holds the lease).

@@ -76,12 +76,20 @@ class SessionOperations(CoreState):
         if host is not None:
             host.replaced(reason, previous, self.session_file)
 
-    def new_session(self) -> str | None:
+    def new_session(self, parent_session: str | None = None) -> str | None:
         """Start over in a fresh session (same model and settings, but the model and level named
-        at start: ``_take_chosen``)."""
+        at start: ``_take_chosen``). ``parent_session`` (an id or a ``session_file``) is recorded
+        as the session it was started from, as pi's ``newSession({parentSession})`` does: a fork
+        at the first message is a new empty session, yet a child of the one it came from."""
         self.require_open()
         previous = self.session_file
-        self._attach(self._sessions.create(self.cwd, deferred=True) if self._sessions is not None else None)
+        parent = self._session_id_of(parent_session) if parent_session is not None else None
+        sessions = self._sessions
+        self._attach(
+            sessions.create(self.cwd, deferred=True, parent_session_id=parent)
+            if sessions is not None
+            else None
+        )
         self._take_chosen()
         self.record_settings()
         self._replaced("new", previous)
