@@ -107,6 +107,28 @@ async def test_a_number_in_another_script_is_not_a_limit(project: Path, tmp_path
             ), limit
 
 
+async def test_a_body_said_to_be_another_format_than_json_is_refused(project: Path, tmp_path: Path) -> None:
+    """A JSON body sent as ``application/xml`` (or a form, or text) was carried out as JSON: it is
+    refused with 415 and nothing is started; JSON by any of its names, or no type, is taken."""
+    script = write_script(tmp_path / "s.json", [text("ok")] * 3)
+    async with serving(project, script) as served, served.client() as client:
+        for declared in ("application/xml", "application/x-www-form-urlencoded", "text/plain", "json"):
+            answer = await client.post("/api/sessions", content=PROMPT, headers={"Content-Type": declared})
+            assert (answer.status_code, answer.json()) == (
+                415,
+                {"error": f"Content-Type {declared!r}: the body must be application/json"},
+            )
+        assert (await client.get("/api/sessions")).json()["sessions"] == []
+        for declared in (
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            "application/merge-patch+json",
+        ):
+            answer = await client.post("/api/sessions", content=PROMPT, headers={"Content-Type": declared})
+            assert answer.status_code == 201, declared
+        assert (await client.post("/api/sessions", content=PROMPT)).status_code == 201
+
+
 async def test_followers_that_never_read_hold_a_bounded_amount_of_history(
     project: Path, tmp_path: Path
 ) -> None:

@@ -93,7 +93,7 @@ async def test_origins_any_site_can_send_get_a_generated_token(
             answer = await client.post("/api/sessions", headers=evil, content=b"{}")
             assert answer.status_code == 401, answer.text
             assert len(tokens) == 1
-            mine = {**evil, "Authorization": f"Bearer {tokens[0]}"}
+            mine = {**evil, "Content-Type": "application/json", "Authorization": f"Bearer {tokens[0]}"}
             answer = await client.post("/api/sessions", headers=mine, content=b"{}")
             assert answer.json() == {"error": "message: Field required"}  # past the guard
             assert answer.headers["access-control-allow-origin"] == allowed

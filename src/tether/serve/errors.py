@@ -44,9 +44,13 @@ class ApiError(Exception):
 
 
 async def parse_body(request: Request, model: type[B]) -> B:
-    """The request's JSON body as ``model``; ``ApiError`` 400 (not JSON), 413 (over
-    ``MAX_BODY_BYTES``: refused by its ``Content-Length`` before a byte is read, or as soon as a
-    streamed body passes the limit) or 422 (naming the field)."""
+    """The request's JSON body as ``model``; ``ApiError`` 415 (said to be something else than
+    JSON: ``json_type``), 400 (not JSON), 413 (over ``MAX_BODY_BYTES``: refused by its
+    ``Content-Length`` before a byte is read, or as soon as a streamed body passes the limit) or
+    422 (naming the field)."""
+    declared = request.headers.get("content-type")
+    if declared is not None and not json_type(declared):
+        raise ApiError(415, f"Content-Type {echoed(declared)}: the body must be application/json")
     raw = await _bounded_body(request)
     try:
         data = json.loads(raw or b"{}")
@@ -60,6 +64,17 @@ async def parse_body(request: Request, model: type[B]) -> B:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
         raise ApiError(422, f"{where}: {first['msg']}") from None
+
+
+def json_type(content_type: str) -> bool:
+    """Whether a ``Content-Type`` says JSON (``application/json``, ``application/*+json``, with
+    any parameters). A body sent as ``application/xml`` or a form was read as JSON all the same,
+    so a client that meant another format had its request carried out instead of refused (and
+    ``curl -d`` without ``-H 'Content-Type: application/json'`` is now told so). No
+    ``Content-Type`` at all is taken as JSON: some clients send none with a body."""
+    media = content_type.partition(";")[0].strip().lower()
+    kind, _, subtype = media.partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
 async def _bounded_body(request: Request) -> bytes:
