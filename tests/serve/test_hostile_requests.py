@@ -16,6 +16,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from serve_support import WAIT_SECONDS, serving, sse_events, text, write_script
 
@@ -127,6 +128,29 @@ async def test_a_body_said_to_be_another_format_than_json_is_refused(project: Pa
             answer = await client.post("/api/sessions", content=PROMPT, headers={"Content-Type": declared})
             assert answer.status_code == 201, declared
         assert (await client.post("/api/sessions", content=PROMPT)).status_code == 201
+
+
+async def test_head_on_a_follow_stream_answers_its_headers_and_the_connection_goes_on(
+    project: Path, tmp_path: Path
+) -> None:
+    """HEAD on ``/events`` answered a stream that never ended: the keep-alive connection's next
+    request waited behind it for ever. One connection here, so the next request must use it."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with (
+        serving(project, script) as served,
+        httpx2.AsyncClient(
+            base_url=served.url, timeout=WAIT_SECONDS, limits=httpx2.Limits(max_connections=1)
+        ) as client,
+    ):
+        session_id = (await client.post("/api/sessions", content=PROMPT)).json()["sessionId"]
+        answer = await client.head(f"/api/sessions/{session_id}/events")
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        assert answer.content == b""
+        assert (await client.head("/api/sessions/nope/events")).status_code == 404
+        listed = await client.get("/api/sessions")  # on the same connection
+        assert [s["id"] for s in listed.json()["sessions"]] == [session_id]
+        assert not served.config.hub.followed(session_id)
 
 
 async def test_followers_that_never_read_hold_a_bounded_amount_of_history(

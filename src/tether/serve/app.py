@@ -316,8 +316,12 @@ class _Api:
             }
         )
 
-    async def events(self, request: Request) -> StreamingResponse:
+    async def events(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
+        if request.method == "HEAD":  # a stream's headers only: its body would never end, and
+            # the keep-alive connection's next request waited behind it for ever
+            await self._session(request, entries=False)
+            return Response(media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         after = request.headers.get("last-event-id") or request.query_params.get("lastEventId") or None
         from_end = after is None and request.query_params.get("history", "true") == "false"
         if after is not None:  # a resume: the entry must be the session's
