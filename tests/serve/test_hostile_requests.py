@@ -108,6 +108,22 @@ async def test_a_number_in_another_script_is_not_a_limit(project: Path, tmp_path
             ), limit
 
 
+async def test_a_limit_of_thousands_of_digits_is_one_line_not_a_server_error(
+    project: Path, tmp_path: Path
+) -> None:
+    """``int()`` refuses more than 4,300 digits (a ``ValueError``): that was a 500 and a traceback;
+    leading zeros are still a number."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script) as served, served.client() as client:
+        answer = await client.get("/api/sessions", params={"limit": "9" * 5000})
+        assert (answer.status_code, answer.json()) == (
+            422,
+            {"error": "limit: expected an integer from 1 to 1000"},
+        )
+        answer = await client.get("/api/sessions", params={"limit": "0" * 5000 + "7"})
+        assert answer.status_code == 200
+
+
 async def test_a_body_said_to_be_another_format_than_json_is_refused(project: Path, tmp_path: Path) -> None:
     """A JSON body sent as ``application/xml`` (or a form, or text) was carried out as JSON: it is
     refused with 415 and nothing is started; JSON by any of its names, or no type, is taken."""

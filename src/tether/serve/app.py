@@ -495,9 +495,14 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:  # "²".isdigit()
+    digits = raw.lstrip("0") or "0"  # int() refuses over 4,300 digits, leading zeros too
+    if (
+        not (raw.isascii() and raw.isdigit())  # "²".isdigit()
+        or len(digits) > len(str(high))
+        or not low <= int(digits) <= high
+    ):
         raise ApiError(422, f"{name}: expected an integer from {low} to {high}")
-    return int(raw)
+    return int(digits)
 
 
 def _haystack(record: SessionRecord) -> str:
