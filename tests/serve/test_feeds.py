@@ -9,7 +9,7 @@ import json
 import socket
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import pytest
@@ -20,6 +20,7 @@ from tether.serve import feeds as feeds_module
 from tether.serve.feeds import Feeds
 from tether.session import SessionManager
 from tether.store import open_store
+from tether.store.sqlite_store import SQLiteStore
 
 FOLLOWERS = 300
 
@@ -214,3 +215,42 @@ async def test_appends_that_continue_from_the_leaf_are_passed_on_without_reading
         await feeds.close()
         session.close()
         store.close()
+
+
+async def test_a_sqlite_file_deleted_under_the_server_is_said_to_followers_and_logged_once(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server goes on reading the unlinked file: its followers heard nothing, ever again.
+    They get an ``error`` event naming the file, new followers a 500 saying the same, and stderr
+    has the line once however many followers and reloads meet it."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    async with serving(project, script) as served, served.client() as client:
+        session_id = (await client.post("/api/sessions", json={"message": "one"})).json()["sessionId"]
+        await settled(client, session_id)
+        opened = [asyncio.Event() for _ in range(3)]
+        followers = [
+            asyncio.ensure_future(
+                sse_events(
+                    client,
+                    f"/api/sessions/{session_id}/events?history=false",
+                    until=lambda event: event[1] == "error",
+                    opened=ready,
+                )
+            )
+            for ready in opened
+        ]
+        async with asyncio.timeout(WAIT_SECONDS):
+            await asyncio.gather(*(ready.wait() for ready in opened))
+        database = Path(cast(SQLiteStore, served.config.store).path)
+        database.unlink()
+        gone = f"{database}: the session database was deleted or replaced while tether had it open"
+        for events in await asyncio.gather(*followers):
+            assert events[-1][1] == "error"
+            assert json.loads(events[-1][2])["error"].startswith(gone)
+        for _ in range(3):  # a page that comes back, or reloads
+            answer = await client.get(f"/api/sessions/{session_id}/events")
+            assert answer.status_code == 500
+            assert answer.json()["error"].startswith(gone)
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if gone in line]
+    assert len(said) == 1, err

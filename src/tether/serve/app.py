@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import re
-import sys
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.errors import TetherError
 from tether.serve.auth import RateLimit, Tokens, browser_problem
-from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, echoed, parse_body
+from tether.serve.errors import MAX_MESSAGE_CHARS, ApiError, echoed, parse_body, say_once
 from tether.serve.feeds import SUBSCRIBER_BUFFER, Feeds, Subscriber, entry_chunk
 from tether.serve.hub import SessionHub
 from tether.serve.openapi import openapi_document
@@ -542,8 +541,8 @@ async def _setup_error(_request: Request, exc: Exception) -> Response:
     """The server cannot start the session as configured (a bad ``--model``, ...) or read it (a
     stored entry damaged outside tether, ``CorruptSessionError``): any error tether raises on
     purpose says what and where, so it is said in one line to the client and on stderr, not a
-    traceback and "Internal Server Error"."""
-    sys.stderr.write(f"tether serve: {exc}\n")
+    traceback and "Internal Server Error" (on stderr once: ``say_once``)."""
+    say_once(f"tether serve: {exc}")
     return _error(500, str(exc))
 
 

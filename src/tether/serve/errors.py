@@ -7,6 +7,7 @@ Every answer other than success is ``{"error": "one line"}`` with a status; a ro
 from __future__ import annotations
 
 import json
+import sys
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -32,6 +33,24 @@ def echoed(text: str, *, quoted: bool = True) -> str:
     shown = text[:MAX_ECHOED_CHARS]
     shown = repr(shown) if quoted else shown
     return shown if len(text) <= MAX_ECHOED_CHARS else f"{shown}… (cut: {len(text)} characters)"
+
+
+LINES_REMEMBERED = 256
+"""Distinct lines ``say_once`` remembers having said (the oldest forgotten first)."""
+
+_said: dict[str, None] = {}
+
+
+def say_once(line: str) -> None:
+    """Write ``line`` on stderr unless it was said already: a failure of the store (a SQLite
+    file deleted under the server) is met by every read, follower and page reload after it, and
+    was a line each time."""
+    if line in _said:
+        return
+    _said[line] = None
+    while len(_said) > LINES_REMEMBERED:
+        del _said[next(iter(_said))]
+    sys.stderr.write(line + "\n")
 
 
 class ApiError(Exception):

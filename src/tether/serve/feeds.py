@@ -26,17 +26,20 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tether.serve.errors import say_once
 from tether.store import SessionNotFoundError
 from tether.store.store import SessionStore, StoredEntry
 
 IDLE_CHECK_SECONDS = 1.0
 """How long a feed waits on the store before checking anyway: that the session still exists,
-and that its stop was not asked for."""
+that its stop was not asked for, and (at most this often, busy or not) that the store's file is
+still where it was opened (``SessionStore.check_present``)."""
 
 START_TIMEOUT_SECONDS = 30.0
 """Bound on a feed's start (its store watch and first read); a store that stalls fails the join."""
@@ -180,7 +183,12 @@ class _Feed:
             self.subscribers.add(subscriber)
 
     def _run(self) -> None:
+        """The watch, until stopped. A SQLite file deleted under the server goes on being read
+        (and written) unlinked, so its followers heard nothing ever again: the store is checked
+        at start and every ``IDLE_CHECK_SECONDS``, and such a failure ends their streams with an
+        ``error`` event (said once on stderr: ``say_once``) and refuses new ones."""
         try:
+            self.store.check_present()
             watch = self.store.watch(self.session_id)
         except BaseException as exc:
             self._failure = exc
@@ -192,15 +200,20 @@ class _Feed:
                 self._leaf = self.store.get_session(self.session_id).leaf_id
                 self._last = self.store.newest_entry_id(self.session_id)
             self._started.set()
+            checked = time.monotonic()
             while True:
                 watch.wait(IDLE_CHECK_SECONDS)
                 if self.stop.is_set():
                     break
+                if time.monotonic() - checked >= IDLE_CHECK_SECONDS:
+                    self.store.check_present()
+                    checked = time.monotonic()
                 with self._lock:
                     self._advance()
         except SessionNotFoundError:
             self._finish(event_chunk({"type": "deleted"}))
         except Exception as exc:  # the store failed past its patience: say so, followers resume later
+            say_once(f"tether serve: {exc}")
             self._finish(event_chunk({"type": "error", "error": str(exc)}))
         finally:
             self.stop.set()

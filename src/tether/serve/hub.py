@@ -43,7 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from tether.errors import TetherError
 from tether.serve.approvals import Approvals
+from tether.serve.errors import say_once
 from tether.session.agent_session import AgentSession
 from tether.session.events import QueueSnapshot
 from tether.session.factory import SessionChoice, start_session
@@ -246,7 +248,10 @@ class SessionHub:
         if runs:
             await asyncio.wait(runs, timeout=10)
         for core in self._cores.values():
-            await core.close()
+            try:
+                await core.close()
+            except TetherError as exc:  # a store deleted under the server: one line, not a traceback
+                say_once(f"tether serve: {exc}")  # ... and not once per session it served
         self._cores.clear()
         self._streamed.clear()
         self._used.clear()
