@@ -204,6 +204,31 @@ async def test_a_session_asked_for_before_initialize_is_an_error_naming_it(acp_e
     assert b"Traceback" not in stderr
 
 
+async def test_a_cwd_too_long_to_look_up_is_invalid_params_cut_in_its_error(acp_env: AcpEnv) -> None:
+    """A ``cwd`` the system refuses to look up (``ENAMETOOLONG``: a name over 255 bytes, a path
+    over 4,096) was an internal error repeating it whole; it is invalid params, as any ``cwd``
+    that is not a directory is, naming it cut and why."""
+    process = await start_agent(acp_env, "hi")
+    agent = RawAgent(process)
+    try:
+        await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        for request_id, cwd in enumerate(("/" + "a" * 5000, "/a" * 3000), start=2):
+            for method, extra in (("session/new", {}), ("session/load", {"sessionId": "x"})):
+                answer = await agent.ask(request(request_id, method, {"cwd": cwd, "mcpServers": [], **extra}))
+                assert answer["error"]["code"] == -32602, answer
+                assert answer["error"]["data"]["details"] == (
+                    f"cwd must be an existing absolute directory: {cwd[:200]!r}… ({len(cwd)} characters) "
+                    "(File name too long)"
+                )
+        created = await agent.ask(request(9, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}))
+        assert created["result"]["sessionId"], created
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+    assert b"Traceback" not in stderr
+
+
 @pytest.mark.parametrize("depth", [100_000, 5_000])
 async def test_deeply_nested_json_gets_one_error_and_the_agent_stays_up(acp_env: AcpEnv, depth: int) -> None:
     """Issue 14, class 7: JSON nested too deep for Python's parser is one parse error (with the

@@ -372,11 +372,7 @@ class TetherAcpAgent:
 
         if self._client is None:
             raise RequestError.internal_error({"details": "no client connection"})
-        directory = Path(cwd)
-        if not directory.is_absolute() or not directory.is_dir():
-            raise RequestError.invalid_params(
-                {"details": f"cwd must be an existing absolute directory: {cwd!r}"}
-            )
+        directory = _directory(cwd)
         options = self._options
         session = AcpSession(self._client, self._access)
         try:
@@ -423,6 +419,27 @@ class TetherAcpAgent:
         if core.notice:  # stderr is the editor's log; the response's _meta carries it too
             logger.warning("%s", core.notice)
         return session
+
+
+CWD_SHOWN = 200
+"""The most of a ``cwd`` an error repeats: one of 5,000 characters came back whole."""
+
+
+def _directory(cwd: str) -> Path:
+    """``cwd`` as the session's folder, or invalid params: not absolute, not a directory, or
+    too long to look up (``ENAMETOOLONG``, which ``is_dir`` raises: it was an internal error)."""
+    directory = Path(cwd)
+    why = ""
+    try:
+        usable = directory.is_absolute() and directory.is_dir()
+    except OSError as exc:
+        usable, why = False, f" ({exc.strerror})"
+    if not usable:
+        shown = repr(cwd[:CWD_SHOWN]) + (f"… ({len(cwd)} characters)" if len(cwd) > CWD_SHOWN else "")
+        raise RequestError.invalid_params(
+            {"details": f"cwd must be an existing absolute directory: {shown}{why}"}
+        )
+    return directory
 
 
 WARM_MODULES = (
