@@ -58,6 +58,27 @@ async def test_editor_mcp_servers_serve_tools_in_new_and_loaded_sessions(acp_env
         assert call_text(client, "m2").startswith("loaded ")
 
 
+async def test_two_editor_servers_named_alike_once_escaped_are_both_kept(acp_env: AcpEnv) -> None:
+    """``toy box`` and ``toy_box`` are both ``toy_box`` as tool-name prefixes: the second took the
+    first's place without a word. Both serve now, the second as ``toy_box_2``, and a note names
+    both."""
+    calls = [tool_reply("mcp__toy_box__env", {}, "a1"), tool_reply("mcp__toy_box_2__env", {}, "b1")]
+    script = acp_env.script("s", [*calls, text_reply("ok")])
+    client = EditorClient(permission_choices=["allow_once", "allow_once"])
+    second = toy_server("second").model_copy(update={"name": "toy_box"})
+    async with acp_env.agent(client, script) as conn:
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        session = await conn.new_session(cwd=str(acp_env.project), mcp_servers=[toy_server("first"), second])
+        assert session.field_meta is not None
+        assert session.field_meta["tether"]["notice"] == (
+            "the editor's MCP servers 'toy box' and 'toy_box' are both named 'toy_box' once escaped: "
+            "the second is 'toy_box_2'"
+        )
+        await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=[acp.text_block("env")]), 60)
+    assert call_text(client, "a1").startswith("first ")
+    assert call_text(client, "b1").startswith("second ")
+
+
 async def test_an_mcp_tool_call_is_a_permission_request_unless_the_server_says_read_only(
     acp_env: AcpEnv,
 ) -> None:

@@ -532,8 +532,22 @@ def _editor_mcp_servers(
     configs: list[McpServerConfig] = []
     problems: list[str] = []
     ignored: list[str] = []
+    named: dict[str, str] = {}
+    """Escaped name -> the editor's name it was given to."""
     for server in servers or []:
-        name = re.sub(r"[^A-Za-z0-9_-]", "_", server.name) or "server"
+        name = escaped = re.sub(r"[^A-Za-z0-9_-]", "_", server.name) or "server"
+        # ``toy box`` and ``toy_box`` are one name once escaped: the second took the first's
+        # place (its tools too), and nothing said so. Each is kept, the second numbered.
+        suffix = 1
+        while name in named:
+            suffix += 1
+            name = f"{escaped}_{suffix}"
+        if suffix > 1:
+            problems.append(
+                f"the editor's MCP servers {named[escaped]!r} and {server.name!r} are both named "
+                f"{escaped!r} once escaped: the second is {name!r}"
+            )
+        named[name] = server.name
         try:
             if isinstance(server, McpServerStdio):
                 env = {v.name: v.value for v in server.env}
