@@ -17,6 +17,11 @@ const token = () => sessionStorage.getItem(TOKEN_KEY);
 const $ = (id) => document.getElementById(id);
 let current = null;
 let source = null;
+// What went wrong with the follow stream, said in the notice until it is followed again:
+// "stopped" (the connection was lost: EventSource tries again by itself, every `retry`), or
+// what the server said before it ended the stream, which is tried again too: "error" (its
+// store failed), "behind" (this page fell too far behind, `dropped`).
+let trouble = null;
 let refreshTimer = null;
 
 function notice(text) { $("notice").textContent = text || ""; }
@@ -206,12 +211,17 @@ function showQueue(queue) {
 // stored between reading the session and joining its stream is missed.
 function follow(id, after) {
   if (source) source.close();
+  trouble = null;
   const query = new URLSearchParams();
   if (after) query.set("lastEventId", after);
   if (token()) query.set("access_token", token());
   source = new EventSource(sessionPath(id, "/events?" + query));
   // open: the server follows for this page from now on; what it asked before is fetched once
-  source.addEventListener("open", () => { loadApprovals(); });
+  source.addEventListener("open", () => {
+    loadApprovals();
+    if (trouble) back(id);
+  });
+  source.addEventListener("error", (event) => lost(event, id));
   // Deltas come straight from the run, entries once the store has them: the prompt's own entry
   // may land after the answer's first words, and an earlier answer's entry after the next
   // answer began. Each answer's live events carry its key, and its `ended` names the entry that
@@ -260,7 +270,42 @@ function follow(id, after) {
     if (box) box.remove();
   });
   source.addEventListener("leaf", () => scheduleRender());
-  source.addEventListener("dropped", () => notice("this page fell behind the session: catching up"));
+  source.addEventListener("dropped", () => {
+    trouble = "behind";
+    notice("this page fell behind the session: catching up");
+  });
+}
+
+function lost(event, id) {
+  if (event.target !== source) return;  // a stream this page has left
+  if (event.data !== undefined) {  // the server's own `error` event
+    trouble = "error";
+    notice("the server cannot follow this session: " + JSON.parse(event.data).error);
+  } else if (trouble) {
+    return;  // the server said why: the stream that ended after it is tried again, may be refused
+  } else if (source.readyState === EventSource.CONNECTING) {
+    trouble = "stopped";
+    notice("the server stopped: this page follows the session again when it is back");
+  } else {  // refused (no retry): the server says why to a plain request
+    api("GET", sessionPath(id, "/state")).then(
+      () => notice("the server stopped following this session: open it again"),
+      (error) => notice(error.message),
+    );
+  }
+}
+
+// Followed again (the stream resumes after the last entry it brought): what the server knows
+// now, as the run that was streaming may have ended with the server that ran it.
+async function back(id) {
+  trouble = null;
+  notice("");
+  $("live").textContent = "";
+  scheduleRender();
+  loadSessions();
+  try {
+    const state = await api("GET", sessionPath(id, "/state"));
+    if (current === id) $("status").textContent = state.running ? "running" : "idle";
+  } catch (error) { notice(error.message); }
 }
 
 async function openSession(id) {
