@@ -229,6 +229,45 @@ async def test_a_cwd_too_long_to_look_up_is_invalid_params_cut_in_its_error(acp_
     assert b"Traceback" not in stderr
 
 
+async def test_mcp_entries_the_sdk_cannot_read_are_said_and_the_session_is_made(acp_env: AcpEnv) -> None:
+    """The SDK skips an ``mcpServers`` item it cannot read (no ``command``, an unknown ``type``,
+    not an object) without a word: the session came without that server and nobody heard why.
+    Each is a line of the answer's notice (with the entries tether skips itself) and of the log."""
+    process = await start_agent(acp_env, "hi")
+    agent = RawAgent(process)
+    servers = [
+        {"name": "x"},
+        {"type": "weird", "name": "w"},
+        5,
+        {"name": "bad", "command": "x", "args": [], "env": [{"name": "A=B", "value": "1"}]},
+    ]
+    try:
+        await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        params = {"cwd": str(acp_env.project), "mcpServers": servers}
+        created = await agent.ask(request(2, "session/new", params))
+        assert created["result"]["sessionId"], created
+        said = [
+            "the editor's MCP server 'x' (#1) is not an entry ACP defines (skipped)",
+            "the editor's MCP server 'w' (#2) is not an entry ACP defines (skipped)",
+            "the editor's MCP server #3 is not an entry ACP defines (skipped)",
+        ]
+        assert created["result"]["_meta"]["tether"]["notice"].split("\n") == [
+            *said,
+            "the editor's MCP server 'bad': 'env' key 'A=B' is not an environment variable name "
+            "(empty, or with '=' or a NUL in it) (skipped)",
+        ]
+        params = {**params, "sessionId": created["result"]["sessionId"]}
+        loaded = await agent.ask(request(3, "session/load", params))
+        assert loaded["result"]["_meta"]["tether"]["notice"].split("\n")[:3] == said
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        _, stderr = await asyncio.wait_for(process.communicate(), 20)
+    assert b"Traceback" not in stderr
+    for line in said:
+        assert stderr.decode().count(line) == 2  # session/new, session/load
+
+
 @pytest.mark.parametrize("depth", [100_000, 5_000])
 async def test_deeply_nested_json_gets_one_error_and_the_agent_stays_up(acp_env: AcpEnv, depth: int) -> None:
     """Issue 14, class 7: JSON nested too deep for Python's parser is one parse error (with the

@@ -43,6 +43,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO, cast
 
+from tether.acp.mcp_entries import unread_entries, with_notes
 from tether.wire.json_line import load_message, replace_lone_surrogates, top_level_id
 
 logger = logging.getLogger("tether.acp")
@@ -153,9 +154,13 @@ class JsonRpcStdio:
         self._changed = asyncio.Event()
         """Something ``receive`` or the reader waits on changed."""
         self._reading: asyncio.Task[None] | None = None
+        self._notes: dict[object, list[str]] = {}
+        """Session requests handed on, by id, with the lines their answers add (``mcp_entries``)."""
         output.on_change = self._output_changed
 
     async def send(self, message: dict[str, Any]) -> None:
+        if "method" not in message and (notes := self._notes.pop(message.get("id"), None)):
+            message = with_notes(message, notes)
         data = _encode(message)
         self._waiting_sends += 1
         try:
@@ -268,6 +273,11 @@ class JsonRpcStdio:
                 if wrong is not None:
                     self._error(fields["id"], INVALID_PARAMS, "Invalid params", wrong)
                     return None
+            if notes := unread_entries(fields):
+                for note in notes:
+                    logger.warning("%s", note)
+                if "id" in fields:
+                    self._notes[fields["id"]] = notes
             return fields
         self._error(_id_of(message), INVALID_REQUEST, "Invalid request", problem)
         return None
