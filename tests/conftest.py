@@ -35,7 +35,7 @@ def _no_saved_keys(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
         monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.getbasetemp() / "xdg-data"))
 
 
-WORKER_THREADS = ("tether-claims", "tether-heartbeat")
+WORKER_THREADS = ("tether-claims", "tether-heartbeat", "tether-watch", "tether-stop")
 """A durable worker's threads: a test that launches one stops it whole (``shutdown``)."""
 
 

@@ -151,6 +151,7 @@ async def spy_serve(*args):
 def spy_worker(runtime, stop, on_ready=None):
     on_ready()
     seen.append(state())
+    return worker.Stopped(cut=False, left=0)
 
 serve_cmd._serve, worker.serve = spy_serve, spy_worker
 entry, *args = sys.argv[1:]

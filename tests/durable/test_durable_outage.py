@@ -7,7 +7,7 @@ the outage in one line, without a traceback."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import psycopg
 import pytest
@@ -25,18 +25,12 @@ from test_durable_crash import (
 )
 
 from tether.durable.client import DurableClient
-from tether.testing.postgres import CRASH_SAFE_SETTINGS, PostgresServer, postgres_server
+from tether.testing.postgres import PostgresServer
 
 pytestmark = pytest.mark.subprocess
 
 RUNS = 6
 OUTAGE_SECONDS = 3.0
-
-
-@pytest.fixture
-def server(postgres: PostgresServer) -> Iterator[PostgresServer]:  # the shared one's binaries
-    with postgres_server(postgres.bin_dir, CRASH_SAFE_SETTINGS) as own:
-        yield own
 
 
 def _in_flight(c: Cluster, pids: list[int], kind: str) -> int:

@@ -337,6 +337,7 @@ def test_recovered_and_unrecorded_run_ids_are_escaped_in_the_workers_log(
     monkeypatch.setattr(worker, "shutdown", nothing)
     monkeypatch.setattr(worker, "recover_dead", dead)
     monkeypatch.setattr(worker, "Unrecorded", Unrecorded)
+    monkeypatch.setattr(worker, "executing", frozenset)
     caplog.set_level(logging.WARNING, "tether.durable")
     url = f"sqlite:///{tmp_path / 'durable.sqlite'}"
     config = DurableConfig(system_database=url, name="w1", heartbeat_seconds=0.01, keep_runs_days=0)

@@ -45,12 +45,13 @@ def run_worker(
     err: TextIO = sys.stderr,
 ) -> int:
     """Serve runs until SIGINT/SIGTERM; the unfinished ones are resumed by the next worker.
-    A failed run is one line; ``verbose`` adds its traceback (``tether.durable`` at DEBUG)."""
+    A failed run is one line; ``verbose`` adds its traceback (``tether.durable`` at DEBUG). A stop
+    that could not finish (the database away) exits at once with ``CUT_EXIT`` (``leave``)."""
     config = durable_config(
         durable_database, name=name, worker_concurrency=concurrency, global_concurrency=global_concurrency
     )
     from tether.ai.paths import config_dir
-    from tether.durable.worker import serve
+    from tether.durable.worker import Stopped, leave, serve
     from tether.durable.workflow import Runtime
 
     runtime = Runtime(
@@ -89,8 +90,9 @@ def run_worker(
     if verbose_log is not None:
         logs.addHandler(verbose_log)
         logs.setLevel(logging.DEBUG)
+    stopped: Stopped | None = None
     try:
-        serve(runtime, stop, on_ready=ready)
+        stopped = serve(runtime, stop, on_ready=ready)
     except UserError:
         raise  # says what is wrong itself (a DBOS of another version), not the database
     except Exception as exc:
@@ -110,6 +112,8 @@ def run_worker(
             logs.setLevel(logging.NOTSET)
         if stop_telemetry is not None:
             stop_telemetry()
+        if started.is_set():  # whatever ended serve: past threads waiting for an away database
+            leave(stopped)
     return 0
 
 

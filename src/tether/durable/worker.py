@@ -31,9 +31,11 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 from dbos import DBOS
@@ -307,10 +309,32 @@ def _beat(heartbeats: Heartbeats, stopped: threading.Event) -> None:
         heartbeats.beat()
 
 
-def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] | None = None) -> None:
+STOP_SECONDS = 15.0
+"""How long a stopping worker waits for its own shutdown (the claims, DBOS, the heartbeat row),
+which waits for the database: with the database away (down, or frozen with its connections
+open) DBOS retries for ever and Python's exit joins its threads, so a worker stopped then never
+exited. Past this the worker leaves without them (``Stopped.cut``)."""
+CUT_EXIT = 3
+"""``tether worker``'s exit status when its stop was cut (``STOP_SECONDS``, or a shutdown that
+failed): its runs are left pending for another worker, or for its own restart under its name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """How a worker's ``serve`` ended."""
+
+    cut: bool
+    """Its shutdown did not end within ``STOP_SECONDS`` (or failed): threads are left waiting
+    for the database, which only leaving the process (``leave``) ends."""
+    left: int
+    """The runs it had under way as it stopped: pending, for another worker or its restart."""
+
+
+def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] | None = None) -> Stopped:
     """Run a worker until ``stop`` is set: heartbeat first (so no live worker takes this one for
-    dead), then DBOS, then a heartbeat (its own thread) and a look for dead workers every
-    ``heartbeat_seconds``."""
+    dead), then DBOS, then a heartbeat and the looks for dead workers and unrecorded runs every
+    ``heartbeat_seconds``, each on a thread of its own (a look waits for the database as long as
+    DBOS retries: for ever); then the shutdown, given ``STOP_SECONDS``."""
     for name in ("dbos", "psycopg.pool"):
         logging.getLogger(name).addFilter(_NOISE)
     heartbeats = Heartbeats(runtime.config)
@@ -325,35 +349,116 @@ def serve(runtime: Runtime, stop: threading.Event, on_ready: Callable[[], None] 
         beater.join()
         heartbeats.close()
         raise
-    if on_ready is not None:
-        on_ready()
+    watching = threading.Event()
+    watcher = threading.Thread(
+        target=_watch, args=(runtime, heartbeats, dispatcher, watching), name="tether-watch", daemon=True
+    )
+    watcher.start()
+
+    def stop_all() -> None:
+        watching.set()
+        watcher.join()  # no look under way as DBOS goes
+        try:
+            shutdown(dispatcher)
+        finally:
+            beating.set()
+            beater.join()  # no beat after the row is gone
+            heartbeats.close()
+
+    left = 0
+    try:
+        if on_ready is not None:
+            on_ready()
+        while not stop.wait(runtime.config.heartbeat_seconds):
+            pass
+        left = len(executing())  # DBOS does not wait for them: they stay pending
+    finally:
+        ended = _bounded(stop_all, STOP_SECONDS, "tether-stop")
+    if not ended:
+        log.warning(
+            "tether worker %s: stopped without waiting for its database any longer (%g s): %d run%s "
+            "left pending for another worker (or this one's restart under its name)",
+            visible(runtime.config.executor_id, one_line=True),
+            STOP_SECONDS,
+            left,
+            "" if left == 1 else "s",
+        )
+    return Stopped(cut=not ended, left=left)
+
+
+def _bounded(work: Callable[[], None], seconds: float, name: str) -> bool:
+    """Run ``work`` on a thread of its own for at most ``seconds``; whether it ended in time
+    without an error (which is logged in one line: the stop goes on regardless)."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # said in one line: the stop goes on
+            failed.append(exc)
+            log.warning("stopping: %s", first_line(exc))
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return not thread.is_alive() and not failed
+
+
+def _watch(
+    runtime: Runtime, heartbeats: Heartbeats, dispatcher: Dispatcher, stopped: threading.Event
+) -> None:
+    """Every ``heartbeat_seconds`` until ``stopped``: prune old runs (hourly), give the runs of
+    dead workers to the live ones, run again this worker's runs whose end was not recorded."""
     pruned = float("-inf")
     unrecorded = Unrecorded(dispatcher, runtime.config.dead_after_seconds)
-    try:
-        while not stop.wait(runtime.config.heartbeat_seconds):
-            if not heartbeats.connected:
-                continue  # the database is away: nothing to judge, nothing to stop
-            if runtime.config.keep_runs_days and time.monotonic() - pruned >= PRUNE_EVERY_SECONDS:
-                pruned = time.monotonic()
-                try:
-                    prune_with(DBOS, runtime.config.keep_runs_days)
-                except Exception as exc:
-                    log.warning("pruning old runs failed: %s", first_line(exc))
+    while not stopped.wait(runtime.config.heartbeat_seconds):
+        if not heartbeats.connected:
+            continue  # the database is away: nothing to judge, nothing to stop
+        if runtime.config.keep_runs_days and time.monotonic() - pruned >= PRUNE_EVERY_SECONDS:
+            pruned = time.monotonic()
             try:
-                for run_id in recover_dead(heartbeats, dispatcher):
-                    log.warning("recovering run %s of a dead worker", visible(run_id, one_line=True))
-            except Exception as exc:  # a passing database fault: the next look tries again
-                log.warning("looking for dead workers failed: %s", first_line(exc))
-            try:
-                for run_id in unrecorded.look():
-                    log.warning(
-                        "run %s ended but the database did not record it: running it again",
-                        visible(run_id, one_line=True),  # a program's choice: a newline forged a line
-                    )
+                prune_with(DBOS, runtime.config.keep_runs_days)
             except Exception as exc:
-                log.warning("looking for runs whose end was not recorded failed: %s", first_line(exc))
-    finally:
-        shutdown(dispatcher)
-        beating.set()
-        beater.join()  # no beat after the row is gone
-        heartbeats.close()
+                log.warning("pruning old runs failed: %s", first_line(exc))
+        try:
+            for run_id in recover_dead(heartbeats, dispatcher):
+                log.warning("recovering run %s of a dead worker", visible(run_id, one_line=True))
+        except Exception as exc:  # a passing database fault: the next look tries again
+            log.warning("looking for dead workers failed: %s", first_line(exc))
+        if stopped.is_set():
+            return
+        try:
+            for run_id in unrecorded.look():
+                log.warning(
+                    "run %s ended but the database did not record it: running it again",
+                    visible(run_id, one_line=True),  # a program's choice: a newline forged a line
+                )
+        except Exception as exc:
+            log.warning("looking for runs whose end was not recorded failed: %s", first_line(exc))
+
+
+def leave(stopped: Stopped | None, grace: float = 1.0) -> None:
+    """End the process now (``os._exit(CUT_EXIT)``) when the worker's stop was cut, when ``serve``
+    raised after its start (``stopped`` is ``None``), or when threads it started are still running
+    ``grace`` seconds on: Python's exit joins them, and a thread waiting for an away database never
+    returns. Called by ``tether worker`` in a ``finally``; a program serving in its own process
+    decides for itself. Otherwise returns (the exit is Python's own)."""
+    main = threading.main_thread()
+    deadline = time.monotonic() + grace
+    for thread in threading.enumerate():
+        if thread is not main and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    waiting = [t.name for t in threading.enumerate() if t is not main and not t.daemon and t.is_alive()]
+    if stopped is not None and not stopped.cut and not waiting:
+        return
+    failure = sys.exc_info()[1]
+    if failure is not None:  # os._exit drops it: said here in one line
+        log.error("tether worker stopped on an error: %s", first_line(failure))
+    if stopped is not None and not stopped.cut:
+        log.warning(
+            "tether worker: leaving past %d thread(s) still waiting: %s", len(waiting), ", ".join(waiting)
+        )
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(CUT_EXIT)

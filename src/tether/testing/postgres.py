@@ -20,6 +20,7 @@ folder. ``PR_SET_PDEATHSIG`` would not do: it fires when the *thread* that start
         url = server.url()            # postgresql://tether@127.0.0.1:<port>/postgres
         server.crash()                # pg_ctl stop -m immediate: every client connection cut
         server.start_again()          # the same cluster on the same port
+        server.freeze()               # SIGSTOP: connected clients get no answer; thaw() undoes it
 """
 
 from __future__ import annotations
@@ -101,12 +102,43 @@ class PostgresServer:
         if not _wait_until_ready(self, timeout):
             raise PostgresServerError(f"postgres could not bind port {self.port} again:\n{_tail(self)}")
 
+    def freeze(self) -> None:
+        """SIGSTOP the server and its processes (each backend is a session of its own): connections
+        stay open and the kernel still accepts and acknowledges, but nothing answers, as a hung
+        host or a paused virtual machine. ``thaw`` undoes it; ``postgres_server`` thaws on exit."""
+        self._signal_all(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT what ``freeze`` stopped (nothing if the server is not running)."""
+        self._signal_all(signal.SIGCONT)
+
+    def _signal_all(self, number: int) -> None:
+        """``number`` to the postmaster first (it forks no backend once stopped), then its children."""
+        for pid in (self.process.pid, *_children(self.process.pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, number)
+
     def url(self, database: str = "postgres", **params: str) -> str:
         query = "&".join(f"{key}={value}" for key, value in params.items())
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}" + (f"?{query}" if query else "")
 
     def log(self) -> str:
         return (self.folder / "server.log").read_text(errors="replace")
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux's ``/proc``)."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        if int(stat.rpartition(")")[2].split()[1]) == pid:  # after "(command)": state, ppid
+            found.append(int(entry.name))
+    return found
 
 
 def find_bin_dir() -> Path | None:
@@ -148,6 +180,7 @@ def postgres_server(
         try:
             yield server
         finally:
+            server.thaw()  # a frozen server takes no signal but this one
             _stop(server.process)
     finally:
         if watchdog is not None:
@@ -156,10 +189,22 @@ def postgres_server(
 
 
 _WATCHDOG_SCRIPT = """
-import os, shutil, subprocess, sys
+import os, shutil, signal, subprocess, sys
 pg_ctl, data, folder = sys.argv[1:]
 while os.read(0, 512):  # the owner writes nothing: this returns b"" once it has exited
     pass
+try:  # a server the owner froze (PostgresServer.freeze) takes no stop signal: thaw it and its children
+    with open(os.path.join(data, "postmaster.pid")) as pid_file:
+        postmaster = pid_file.readline().strip()
+except OSError:
+    postmaster = ""
+for entry in os.listdir("/proc") if postmaster else ():
+    try:
+        with open(f"/proc/{entry}/stat") as stat:
+            if entry == postmaster or stat.read().rpartition(")")[2].split()[1] == postmaster:
+                os.kill(int(entry), signal.SIGCONT)
+    except (OSError, IndexError, ValueError):
+        pass
 subprocess.run([pg_ctl, "stop", "-D", data, "-m", "immediate", "-w"], stdin=subprocess.DEVNULL,
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 shutil.rmtree(folder, ignore_errors=True)
