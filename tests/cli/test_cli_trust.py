@@ -78,7 +78,9 @@ def test_widening_is_judged_against_the_user_settings(tmp_path: Path) -> None:
     _write(project / ".tether", {"tools": ["read"], "thinking": "high"})
     narrowed = load_settings(config, project)
     assert narrowed.ignored == () and narrowed.tools == ("read",) and narrowed.thinking == "high"
-    trust(config, tmp_path)  # a trusted parent covers the folders below it
+    trust(config, tmp_path)  # a trusted parent does not cover the projects below it
+    assert not is_trusted(config, project)
+    trust(config, project)
     assert is_trusted(config, project)
     _write(project / ".tether", {"approval": "yes"})
     assert load_settings(config, project).approval == "yes"

@@ -116,6 +116,36 @@ def test_servers_of_a_parent_folder_are_offered_for_that_folder(project: Path, t
     assert [s.name for s in load_mcp_files(sub)] == ["helper"]  # found and trusted from below
 
 
+def test_a_trusted_folder_does_not_cover_the_projects_below_it(project: Path, tmp_path: Path) -> None:
+    """A command run in a trusted workspace can write ``sub/.tether/settings.json`` or
+    ``sub/.mcp.json`` (only the workspace's own are read-only to it): a grant of the workspace
+    took them at the next start in ``sub``. ``sub`` is its own project, asked about on its own;
+    a subfolder without files of its own still reads the workspace's under its grant."""
+    config = tmp_path / "home" / "config"
+    trust(config, project)
+    sub = project / "sub"
+    (sub / ".tether").mkdir(parents=True)
+    (sub / ".tether" / "settings.json").write_text(json.dumps({"allowOutside": True}))
+    (sub / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": {"command": "planted"}}}))
+    settings = load_settings(config, sub)
+    assert (settings.ignored, settings.allow_outside) == (("allowOutside",), False)
+    notes: list[str] = []
+    assert load_mcp_files(sub, problems=notes) == []
+    assert notes == [
+        f"{sub / '.mcp.json'}: not trusted, its MCP servers are not started (run tether in {sub} to be "
+        f"asked, or add that folder to {trust_file(config)})"
+    ]
+    assert offered(sub, settings, config) == [
+        (sub, "settings", ["allowOutside"]),
+        (sub, "mcp", ["planted: planted"]),
+    ]
+    plain = project / "src"
+    plain.mkdir()
+    assert load_settings(config, plain).approval == "yes"
+    assert [s.name for s in load_mcp_files(plain)] == ["helper"]
+    assert offered(plain, load_settings(config, plain), config) == []
+
+
 def test_a_server_is_shown_with_its_variables_as_written(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -132,12 +132,14 @@ def test_invalid_json_names_the_line_and_column(tmp_path: Path) -> None:
         load_mcp_servers(tmp_path, user_dir=tmp_path, trusted=False, env={})
 
 
-def test_trust_covers_a_listed_folder_and_what_is_below_it(tmp_path: Path) -> None:
+def test_trust_covers_the_listed_folder_only(tmp_path: Path) -> None:
+    """Not the projects below it: a command run in the trusted folder can write their files."""
     project = tmp_path / "work" / "repo"
     project.mkdir(parents=True)
     assert not is_trusted(tmp_path, project)
     (tmp_path / "trusted-folders.json").write_text(json.dumps([str(tmp_path / "work")]))
-    assert is_trusted(tmp_path, project) and not is_trusted(tmp_path, tmp_path)
+    assert is_trusted(tmp_path, project.parent)
+    assert not is_trusted(tmp_path, project) and not is_trusted(tmp_path, tmp_path)
     (tmp_path / "trusted-folders.json").write_text("not json")
     with pytest.raises(TrustFileError, match=r"trusted-folders\.json: not valid JSON"):
         is_trusted(tmp_path, project)  # one line naming the file, never a silent "trusted"

@@ -3,8 +3,13 @@
 A ``.tether/settings.json`` travels with a repository (or sits in a shared parent such as
 ``/tmp``), so whoever wrote it is not necessarily the user. Settings that *widen* the model's
 powers (``approval: "yes"``, tools beyond the user's own choice) are therefore taken from a
-project file only when the user has trusted that project: its folder, or a folder above it, is
-listed in ``<config dir>/trusted-folders.json`` (a JSON list of absolute paths). The interactive
+project file only when the user has trusted that project: its folder (the one holding the
+``.tether`` or ``.mcp.json``) is listed in ``<config dir>/trusted-folders.json`` (a JSON list of
+absolute paths). A listed folder covers only itself, not the projects below it: a command run in
+a trusted workspace can write ``sub/.tether/settings.json`` (only the workspace's own ``.tether``
+is read-only to it), and a grant of the parent would have taken that file at the next start in
+``sub``. A subfolder without files of its own reads its parent project's, under the parent's
+grant, since that is the folder that holds them. The interactive
 mode asks and records the answer here; modes without a person at the keyboard never ask, they
 ignore the widening keys and say so. Narrowing settings (``deny``, fewer tools) and neutral ones
 (model, thinking, compaction) always apply.
@@ -143,17 +148,16 @@ def trusted_folders(config_dir: Path) -> list[tuple[Path, Granted]]:
 
 
 def granted(config_dir: Path, project: Path) -> Granted:
-    """What ``project`` (or a folder above it) was granted."""
+    """What ``project`` (the folder holding its files) was granted: its own entries, not a
+    folder's above it."""
     real = Path(os.path.realpath(project))
     return _union(
-        grants
-        for folder, grants in trusted_folders(config_dir)
-        if real == (listed := Path(os.path.realpath(folder))) or real.is_relative_to(listed)
+        grants for folder, grants in trusted_folders(config_dir) if Path(os.path.realpath(folder)) == real
     )
 
 
 def is_trusted(config_dir: Path, project: Path, grant: Grant = "settings") -> bool:
-    """Whether ``project`` (a folder holding ``.tether``), or a folder above it, was granted
+    """Whether ``project`` (a folder holding ``.tether``) was granted
     ``grant`` as a whole (for an ``ITEMIZED`` kind: whatever it brings, as a bare path grants)."""
     return grant in granted(config_dir, project).kinds
 
