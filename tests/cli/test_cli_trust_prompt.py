@@ -146,6 +146,21 @@ def test_a_trusted_folder_does_not_cover_the_projects_below_it(project: Path, tm
     assert offered(plain, load_settings(config, plain), config) == []
 
 
+def test_settings_are_offered_for_the_folder_holding_them(project: Path, tmp_path: Path) -> None:
+    """A subfolder whose ``.tether`` has no settings reads its parent's: the question named the
+    subfolder, and the yes granted it, not the folder whose file was checked, so the keys stayed
+    ignored (and were never asked about again)."""
+    config = tmp_path / "home" / "config"
+    sub = project / "sub"
+    (sub / ".tether" / "prompts").mkdir(parents=True)
+    (sub / ".tether" / "prompts" / "x.md").write_text("x")
+    offers = offered(sub, load_settings(config, sub), config)
+    assert [(f, kind) for f, kind, _ in offers] == [(project, "settings"), (sub, "prompts"), (project, "mcp")]
+    ask_grants([o for o in offers if o[1] == "settings"], config, io.StringIO(), ask=lambda _q: "y")
+    assert load_settings(config, sub).approval == "yes"
+    assert [kind for _, kind, _ in offered(sub, load_settings(config, sub), config)] == ["prompts", "mcp"]
+
+
 def test_a_server_is_shown_with_its_variables_as_written(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -49,11 +49,12 @@ def offered(cwd: Path, settings: Settings, config_dir: Path, data_dir: Path | No
 
     found: list[Offer] = []
     tether_dir = next((d / ".tether" for d in (cwd, *cwd.parents) if (d / ".tether").is_dir()), None)
+    if settings.ignored and settings.project_file is not None:
+        # the folder holding the settings file, whose grant is checked (``load_settings``): the
+        # nearest ``.tether`` may be a subfolder's without one, and a yes to it granted nothing
+        found.append((settings.project_file.parent.parent, "settings", list(settings.ignored)))
     if tether_dir is not None:
-        project = tether_dir.parent
-        if settings.ignored and settings.project_file is not None:
-            found.append((project, "settings", [f"{key}" for key in settings.ignored]))
-        found += [(project, kind, names) for kind, names in _tether_items(tether_dir) if names]
+        found += [(tether_dir.parent, kind, names) for kind, names in _tether_items(tether_dir) if names]
     from tether.mcp.files import project_mcp_file
     from tether.session.trust_items import server_items
 
