@@ -28,6 +28,7 @@ and ``mcp`` (``.mcp.json``, OAuth tokens).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterable, Sequence
@@ -40,6 +41,7 @@ MAX_FILE_BYTES = 1 << 20
 and 1 MB is some 250k tokens, more than a context window."""
 
 _SPECIAL_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
+_SPECIAL = "not a regular file (a pipe, socket or device)"
 
 
 class RefusedFile(UserError, ValueError):
@@ -155,7 +157,7 @@ def create_own_file(path: Path) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
 
 
-def write_own_file(path: Path, chunks: Iterable[bytes]) -> None:
+def write_own_file(path: Path, chunks: Iterable[bytes], *, through_link: bool = False) -> None:
     """Write ``chunks`` to ``path`` whole or not at all: into a new temporary file beside it, then
     renamed over it. The temporary file is created under a name of its own (``mkstemp``: exclusive,
     no link followed), never opened by a fixed or pid-based name: a link planted at ``path.tmp``
@@ -165,7 +167,8 @@ def write_own_file(path: Path, chunks: Iterable[bytes]) -> None:
     key, a token or what the user pasted into a transcript. A pipe, socket or device at ``path``
     (``--export s.jsonl /dev/null``, ``-o /dev/stdout``, a FIFO), or a link to one, is refused:
     renamed over, it was replaced by a regular file, which for root is ``/dev/null`` gone for
-    every process. Failure raises ``OSError`` naming ``path``."""
+    every process. ``through_link`` (a file the user named: an export): a link at ``path`` is
+    written through instead (``_write_through``). Failure raises ``OSError`` naming ``path``."""
     import tempfile  # only when writing: not loaded by a run that writes nothing
 
     try:
@@ -173,7 +176,9 @@ def write_own_file(path: Path, chunks: Iterable[bytes]) -> None:
     except OSError:  # nothing there (or a link to nothing): the file is made
         special = False
     if special:
-        raise OSError(f"cannot write {path}: not a regular file (a pipe, socket or device)")
+        raise OSError(f"cannot write {path}: {_SPECIAL}")
+    if through_link and os.path.islink(path):
+        return _write_through(path, chunks)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as err:
@@ -188,3 +193,35 @@ def write_own_file(path: Path, chunks: Iterable[bytes]) -> None:
         if isinstance(err, OSError):
             raise OSError(f"cannot write {path}: {err.strerror or err}") from None
         raise
+
+
+def _write_through(path: Path, chunks: Iterable[bytes]) -> None:
+    """Write ``chunks`` into the file the link at ``path`` points to, in place, as ``cp``, ``>``
+    and pi do: an export named through a link (``latest.jsonl -> runs/monday.jsonl``) is meant
+    for its target, and renamed over, the link was lost. The file written is the descriptor the
+    kernel opened through the link, checked with ``fstat`` to be a regular file: the path is not
+    resolved again after that open, so a link swapped meanwhile cannot send the bytes elsewhere.
+    Written in place (the file keeps its mode and other links), so a failure midway leaves part
+    of it, as ``cp`` does. A link to nothing is refused, as ``cp`` refuses it: its author, not
+    the user, chose where the new file would be made."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        why = err.strerror or str(err)
+        if err.errno == errno.ENOENT:  # the link is there (``islink``): its target is not
+            why = "a link to nothing; not written through"
+            with contextlib.suppress(OSError):  # read only to name it: the open judged already
+                why = f"it links to {os.readlink(path)}, which does not exist; not written through"
+        elif err.errno == errno.ENXIO:  # a FIFO nobody reads, a socket
+            why = _SPECIAL
+        raise OSError(f"cannot write {path}: {why}") from None
+    with os.fdopen(fd, "wb") as out:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, _SPECIAL)
+            out.truncate(0)
+            for chunk in chunks:
+                out.write(chunk)
+            out.flush()
+        except OSError as err:
+            raise OSError(f"cannot write {path}: {err.strerror or err}") from None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -219,8 +220,72 @@ def test_a_file_that_is_not_a_pi_session_is_one_clear_error(tmp_path: Path) -> N
         read_pi_session(bad)
 
 
+def _exporter(sessions: SessionManager, session_id: str, kind: str) -> Callable[[Path], Path]:
+    """The export of ``kind`` (``pi``, ``tether`` or ``html``) of the session, to a path."""
+
+    def export(out: Path) -> Path:
+        if kind == "pi":
+            return export_pi_session(sessions, session_id, out)
+        if kind == "html":
+            with sessions.open(session_id, readonly=True) as session:
+                return write_html(out, session)
+        return sessions.export(session_id, out)
+
+    return export
+
+
 @pytest.mark.parametrize("kind", ["pi", "tether", "html"])
-def test_an_export_never_writes_through_a_link_and_names_its_path(tmp_path: Path, kind: str) -> None:
+def test_an_export_through_a_link_writes_the_file_it_points_to(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ``cp``, ``>`` and pi do: the export replaced the link with a file of its own, and the
+    file the user meant kept its old content. The file written is the one the open reached (in
+    place: its mode and inode kept), not the link's target looked up again: a link swapped
+    after the open does not send the session elsewhere. A link to nothing is refused, as ``cp``
+    refuses it, and nothing is made at its target."""
+    path = _write(
+        tmp_path / "s.jsonl",
+        [HEADER, _entry("message", "a1", None, message={"role": "user", "content": "hi", "timestamp": 1})],
+    )
+    meant, other = tmp_path / "meant.jsonl", tmp_path / "other.jsonl"
+    for file in (meant, other):
+        file.write_text("old")
+        file.chmod(0o644)
+    before = meant.stat().st_ino
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(meant)
+    real_open = os.open
+
+    def open_then_swap(name: str | os.PathLike[str], *args: Any, **kwargs: Any) -> int:
+        fd = real_open(name, *args, **kwargs)
+        if name == link:  # the kernel judged the open: the link now points elsewhere
+            link.unlink()
+            link.symlink_to(other)
+        return fd
+
+    with SessionManager.at(tmp_path / "db") as sessions:
+        session_id = import_pi_session(sessions, path).id
+        export = _exporter(sessions, session_id, kind)
+
+        with monkeypatch.context() as patched:
+            patched.setattr(os, "open", open_then_swap)
+            assert export(link) == link
+        assert "hi" in meant.read_text() and not meant.read_text().startswith("old")
+        assert (meant.stat().st_ino, meant.stat().st_mode & 0o777) == (before, 0o644)
+        assert other.read_text() == "old" and link.is_symlink()
+        dangling = tmp_path / "dangling.jsonl"
+        dangling.symlink_to(tmp_path / "gone" / "x.jsonl")
+        with pytest.raises(
+            OSError,
+            match=rf"^cannot write {dangling}: it links to {tmp_path}/gone/x.jsonl, which does not exist; "
+            "not written through$",
+        ):
+            export(dangling)
+        assert not (tmp_path / "gone").exists() and dangling.is_symlink()
+
+
+@pytest.mark.parametrize("kind", ["pi", "tether", "html"])
+def test_an_export_never_writes_through_a_planted_link_and_names_its_path(tmp_path: Path, kind: str) -> None:
     """Exports went through ``OUT.tmp`` opened by name: a link planted there sent the session
     into the file it pointed to, and a missing folder was reported as ``…/x.jsonl.tmp`` (the
     HTML page, ``--export`` and ``export_html``, did so until session 27). A pipe or device there,
@@ -234,24 +299,13 @@ def test_an_export_never_writes_through_a_link_and_names_its_path(tmp_path: Path
     victim.write_text("keep me")
     with SessionManager.at(tmp_path / "db") as sessions:
         session_id = import_pi_session(sessions, path).id
-
-        def export(out: Path) -> Path:
-            if kind == "pi":
-                return export_pi_session(sessions, session_id, out)
-            if kind == "html":
-                with sessions.open(session_id, readonly=True) as session:
-                    return write_html(out, session)
-            return sessions.export(session_id, out)
+        export = _exporter(sessions, session_id, kind)
 
         planted = tmp_path / "planted.jsonl"
         (tmp_path / "planted.jsonl.tmp").symlink_to(victim)
         export(planted)
-        link = tmp_path / "link.jsonl"
-        link.symlink_to(victim)
-        export(link)
         assert victim.read_text() == "keep me"
-        assert not link.is_symlink() and link.stat().st_mode & 0o777 == 0o600
-        assert planted.read_text() == link.read_text() and "hi" in link.read_text()
+        assert planted.stat().st_mode & 0o777 == 0o600 and "hi" in planted.read_text()
         (tmp_path / "folder").mkdir()
         for out, why in [
             (tmp_path / "folder", "Is a directory"),

@@ -44,7 +44,8 @@ def write_html(
     path: Path, session: Session, *, colours: dict[str, str] | None = None, dark: bool = False
 ) -> Path:
     """Write ``session``'s page to ``path`` as an export is written (``write_lines``: a new
-    temporary file, the user's alone, renamed over ``path``; an error names ``path``), in
+    temporary file, the user's alone, renamed over ``path``, or the file a link there points to;
+    an error names ``path``), in
     ``colours`` (``page_colours``); returns ``path``. A fixed ``path.html.tmp`` sent the page into
     the file a link planted there pointed to, and a failure named that ``.tmp``."""
     record, entries = session.record, session.entries()
@@ -55,7 +56,7 @@ def write_html(
     # two) that its stored form has as U+FFFD already: UTF-8 has no form for it, and the export
     # raised UnicodeEncodeError.
     page = replace_lone_surrogates(page.removesuffix("\n"))
-    write_lines(path, [page.encode("utf-8")])  # which ends each line
+    write_lines(path, [page.encode("utf-8")], export=True)  # which ends each line
     return path
 
 

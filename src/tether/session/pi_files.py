@@ -289,5 +289,5 @@ def export_pi_session(
         }
         lines.append(dumps(to_pi_entry(marker, ids)))
     out = Path(path)
-    write_lines(out, (line.encode() for line in lines))
+    write_lines(out, (line.encode() for line in lines), export=True)
     return out

@@ -119,14 +119,15 @@ def _topmost(at: str | None, parents: dict[str, str | None]) -> str | None:
 
 def write_export(path: Path, record: SessionRecord, payloads: list[bytes]) -> None:
     """Write the header and the stored entry payloads (already compact JSON) to ``path``."""
-    write_lines(path, [dumps(header_of(record)).encode(), *payloads])
+    write_lines(path, [dumps(header_of(record)).encode(), *payloads], export=True)
 
 
-def write_lines(path: Path, lines: Iterable[bytes]) -> None:
+def write_lines(path: Path, lines: Iterable[bytes], *, export: bool = False) -> None:
     """Write ``lines`` to ``path``, each ended by a newline, whole or not at all, as tether writes
     its own files (``write_own_file``: a new 0600 temporary file renamed over it, no link
-    followed). Failure raises ``OSError`` naming ``path``."""
-    write_own_file(path, (part for line in lines for part in (line, b"\n")))
+    followed); an ``export`` (a file the user named) is written through a link at ``path``, into
+    the file it points to. Failure raises ``OSError`` naming ``path``."""
+    write_own_file(path, (part for line in lines for part in (line, b"\n")), through_link=export)
 
 
 def read_export(path: Path) -> SessionExport:
