@@ -7,10 +7,12 @@ with a terminal) would send.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import subprocess
 import sys
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -204,14 +206,29 @@ async def test_a_session_asked_for_before_initialize_is_an_error_naming_it(acp_e
     assert b"Traceback" not in stderr
 
 
+@contextlib.asynccontextmanager
+async def initialized(acp_env: AcpEnv, *answers: str) -> AsyncGenerator[tuple[RawAgent, list[str]]]:
+    """An agent past ``initialize``, and a list that holds its stderr once the block is left
+    (its stdin closed, the process ended); a traceback there fails the test."""
+    process = await start_agent(acp_env, *answers)
+    agent = RawAgent(process)
+    stderr: list[str] = []
+    try:
+        await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+        yield agent, stderr
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        _, err = await asyncio.wait_for(process.communicate(), 20)
+        stderr.append(err.decode())
+    assert "Traceback" not in stderr[0]
+
+
 async def test_a_cwd_too_long_to_look_up_is_invalid_params_cut_in_its_error(acp_env: AcpEnv) -> None:
     """A ``cwd`` the system refuses to look up (``ENAMETOOLONG``: a name over 255 bytes, a path
     over 4,096) was an internal error repeating it whole; it is invalid params, as any ``cwd``
     that is not a directory is, naming it cut and why."""
-    process = await start_agent(acp_env, "hi")
-    agent = RawAgent(process)
-    try:
-        await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
+    async with initialized(acp_env, "hi") as (agent, _):
         for request_id, cwd in enumerate(("/" + "a" * 5000, "/a" * 3000), start=2):
             for method, extra in (("session/new", {}), ("session/load", {"sessionId": "x"})):
                 answer = await agent.ask(request(request_id, method, {"cwd": cwd, "mcpServers": [], **extra}))
@@ -222,50 +239,37 @@ async def test_a_cwd_too_long_to_look_up_is_invalid_params_cut_in_its_error(acp_
                 )
         created = await agent.ask(request(9, "session/new", {"cwd": str(acp_env.project), "mcpServers": []}))
         assert created["result"]["sessionId"], created
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        _, stderr = await asyncio.wait_for(process.communicate(), 20)
-    assert b"Traceback" not in stderr
 
 
 async def test_mcp_entries_the_sdk_cannot_read_are_said_and_the_session_is_made(acp_env: AcpEnv) -> None:
     """The SDK skips an ``mcpServers`` item it cannot read (no ``command``, an unknown ``type``,
     not an object) without a word: the session came without that server and nobody heard why.
     Each is a line of the answer's notice (with the entries tether skips itself) and of the log."""
-    process = await start_agent(acp_env, "hi")
-    agent = RawAgent(process)
-    servers = [
+    servers: list[object] = [
         {"name": "x"},
         {"type": "weird", "name": "w"},
         5,
         {"name": "bad", "command": "x", "args": [], "env": [{"name": "A=B", "value": "1"}]},
     ]
-    try:
-        await agent.ask(request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
-        params = {"cwd": str(acp_env.project), "mcpServers": servers}
+    said = [
+        "the editor's MCP server 'x' (#1) is not an entry ACP defines (skipped)",
+        "the editor's MCP server 'w' (#2) is not an entry ACP defines (skipped)",
+        "the editor's MCP server #3 is not an entry ACP defines (skipped)",
+    ]
+    async with initialized(acp_env, "hi") as (agent, stderr):
+        params: dict[str, object] = {"cwd": str(acp_env.project), "mcpServers": servers}
         created = await agent.ask(request(2, "session/new", params))
         assert created["result"]["sessionId"], created
-        said = [
-            "the editor's MCP server 'x' (#1) is not an entry ACP defines (skipped)",
-            "the editor's MCP server 'w' (#2) is not an entry ACP defines (skipped)",
-            "the editor's MCP server #3 is not an entry ACP defines (skipped)",
-        ]
         assert created["result"]["_meta"]["tether"]["notice"].split("\n") == [
             *said,
             "the editor's MCP server 'bad': 'env' key 'A=B' is not an environment variable name "
             "(empty, or with '=' or a NUL in it) (skipped)",
         ]
-        params = {**params, "sessionId": created["result"]["sessionId"]}
+        params["sessionId"] = created["result"]["sessionId"]
         loaded = await agent.ask(request(3, "session/load", params))
         assert loaded["result"]["_meta"]["tether"]["notice"].split("\n")[:3] == said
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        _, stderr = await asyncio.wait_for(process.communicate(), 20)
-    assert b"Traceback" not in stderr
     for line in said:
-        assert stderr.decode().count(line) == 2  # session/new, session/load
+        assert stderr[0].count(line) == 2  # session/new, session/load
 
 
 @pytest.mark.parametrize("depth", [100_000, 5_000])

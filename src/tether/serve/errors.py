@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -39,17 +40,20 @@ LINES_REMEMBERED = 256
 """Distinct lines ``say_once`` remembers having said (the oldest forgotten first)."""
 
 _said: dict[str, None] = {}
+_saying = threading.Lock()
+"""``say_once`` is called from the event loop and from the feeds' threads."""
 
 
 def say_once(line: str) -> None:
     """Write ``line`` on stderr unless it was said already: a failure of the store (a SQLite
     file deleted under the server) is met by every read, follower and page reload after it, and
     was a line each time."""
-    if line in _said:
-        return
-    _said[line] = None
-    while len(_said) > LINES_REMEMBERED:
-        del _said[next(iter(_said))]
+    with _saying:
+        if line in _said:
+            return
+        _said[line] = None
+        while len(_said) > LINES_REMEMBERED:
+            del _said[next(iter(_said))]
     sys.stderr.write(line + "\n")
 
 
