@@ -21,7 +21,8 @@ Two cases need more than a read-only mount of what exists:
   last one out (an exclusive lock granted) removes it, so a command still running in another
   process never loses its mount (removing a mount point detaches it in every namespace). A
   placeholder left by a tether that was killed is taken over and removed by the next command,
-  and those in the home folder by the first command of any later tether (``sweep``).
+  and by the first command of any later tether: those in the home folder, and those the killed
+  one listed in its ledger, wherever they are (``sweep``, ``sandbox_ledger``).
 - **a symbolic link** (``.tether -> config/tether``): its target is what tether would read, so
   the target is protected (resolved), and a missing target's first missing folder gets the
   placeholder.
@@ -49,6 +50,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+
+from tether.tools.sandbox_ledger import LEDGER
 
 PROTECTED_NAMES = (".tether", ".mcp.json", ".git", ".pi", ".claude", ".agents")
 """Entries of each writable root that stay read-only to confined commands (``docs/sandbox.md``
@@ -250,7 +253,18 @@ class Protection:
 
     def _hold(self, path: Path, *, is_file: bool) -> None:
         """Make (or take over) the placeholder at ``path`` and hold a shared lock on it; an entry
-        that appeared meanwhile and is not a placeholder is just mounted."""
+        that appeared meanwhile and is not a placeholder is just mounted. Listed in this
+        process's ledger first (``sandbox_ledger``): killed right after it is made, it is listed."""
+        LEDGER.add(path)
+        held = False
+        try:
+            held = self._take(path, is_file=is_file)
+        finally:
+            if not held:
+                LEDGER.drop([path])
+
+    def _take(self, path: Path, *, is_file: bool) -> bool:
+        """``_hold``'s work; whether the placeholder is held."""
         for _ in range(5):
             try:
                 if is_file:
@@ -272,10 +286,10 @@ class Protection:
                 except OSError as exc:
                     if exc.errno == errno.ENOENT:
                         continue  # removed by the command that made it: make it again
-                    return  # a link or unreadable: mounted as it is
+                    return False  # a link or unreadable: mounted as it is
                 if not _is_placeholder(os.fstat(fd)):
                     os.close(fd)
-                    return  # the user's own (made meanwhile): mounted as it is
+                    return False  # the user's own (made meanwhile): mounted as it is
             fcntl.flock(fd, fcntl.LOCK_SH)
             try:
                 current = os.stat(path, follow_symlinks=False)
@@ -284,7 +298,7 @@ class Protection:
             held = os.fstat(fd)
             if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
                 self._held.append((path, fd, is_file))
-                return
+                return True
             os.close(fd)  # removed (and maybe made again) while we waited for the lock: retry
         raise OSError(errno.EAGAIN, "placeholder kept changing", str(path))
 
@@ -298,7 +312,14 @@ class Protection:
         import threading
 
         held, self._held = self._held, []
-        threading.Thread(target=_remove, args=(held,), name="tether-placeholders").start()
+        threading.Thread(target=_release, args=(held,), name="tether-placeholders").start()
+
+
+def _release(held: list[tuple[Path, int, bool]]) -> None:
+    """Remove what nobody else holds, then take it off the ledger (in that order: a kill in
+    between leaves a path listed that is gone, never one there unlisted)."""
+    _remove(held)
+    LEDGER.drop([path for path, _, _ in held])
 
 
 def _remove(held: list[tuple[Path, int, bool]], *, marked: bool = True) -> None:
@@ -326,6 +347,7 @@ def sweep(paths: tuple[Path, ...]) -> None:
     from making theirs until a command runs there again; so are the home folder's own control
     entries (``~/.git``...). One a running command holds (its shared lock) stays: ``_remove``
     takes only an exclusive lock nobody else has."""
+    _sweep_ledgers()
     home = Path(os.path.realpath(os.path.expanduser("~")))
     for path in (*paths, *(home / name for name in PROTECTED_NAMES)):
         for candidate in (path, *path.parents):
@@ -333,11 +355,29 @@ def sweep(paths: tuple[Path, ...]) -> None:
                 st = os.lstat(candidate)
             except OSError:
                 continue
-            if _is_placeholder(st):
-                with contextlib.suppress(OSError):
-                    fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW)
-                    _remove([(candidate, fd, not stat.S_ISDIR(st.st_mode))])
+            _remove_left(candidate, st)
             break
+
+
+@cache
+def _sweep_ledgers() -> None:
+    """Once a process: what killed tethers listed anywhere (``sandbox_ledger``), outside the
+    home folder too."""
+    from tether.tools.sandbox_ledger import sweep_lists
+
+    def remove(path: Path) -> None:
+        with contextlib.suppress(OSError):
+            _remove_left(path, os.lstat(path))
+
+    sweep_lists(remove)
+
+
+def _remove_left(path: Path, st: os.stat_result) -> None:
+    """Remove the placeholder at ``path`` (``st``: its ``lstat``) if it is one nobody holds."""
+    if _is_placeholder(st):
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            _remove([(path, fd, not stat.S_ISDIR(st.st_mode))])
 
 
 def _file_name(name: str) -> bool:
