@@ -562,13 +562,14 @@ class InteractiveApp:
         assert core is not None
         try:
             parsed = commands.parse(text)
-            if parsed == ("tree", "") and not core.is_running:
+            idle = not (core.is_running or core.is_compacting)  # else ``execute`` says why not
+            if parsed == ("tree", "") and idle:
                 self._echo(text)
                 await self._navigate_tree()
-            elif parsed == ("resume", "") and not core.is_running:
+            elif parsed == ("resume", "") and idle:
                 self._echo(text)
                 await views.resume_picked(self, core)
-            elif parsed == ("fork", "") and not core.is_running:
+            elif parsed == ("fork", "") and idle:
                 self._echo(text)
                 self._put_in_input(await views.fork_picked(self, core))
             elif parsed is not None and parsed[0] in interactive_commands.FRONT_END_COMMANDS:

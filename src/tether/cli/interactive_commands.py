@@ -44,7 +44,8 @@ FRONT_END_COMMANDS = {
 """Their ``/help`` lines."""
 
 WAIT_FOR_THE_RUN = frozenset({"settings", "scoped-models", "reload", "import"})
-"""Those that change the session or its model: refused while a run goes on, as the core's are."""
+"""Those that change the session or its model: refused while a run or a compaction goes on, as
+the core's are."""
 
 
 class CommandScreen(SettingsScreen, Protocol):
@@ -65,8 +66,9 @@ class CommandScreen(SettingsScreen, Protocol):
 
 async def run(ui: CommandScreen, core: AgentSession, name: str, args: str) -> None:
     """Run front-end command ``name`` (a key of ``FRONT_END_COMMANDS``) with ``args``."""
-    if core.is_running and name in WAIT_FOR_THE_RUN:
-        ui.say(render.note(f"/{name} is not available while the agent runs (Esc aborts it)", "error"))
+    if name in WAIT_FOR_THE_RUN and (core.is_running or core.is_compacting):
+        doing = "the agent runs" if core.is_running else "a compaction runs"
+        ui.say(render.note(f"/{name} is not available while {doing} (Esc aborts it)", "error"))
         return
     if name == "copy":
         ui.copy_last_answer()

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import inspect
 import os
 import weakref
@@ -50,7 +49,7 @@ from tether.agent.listener_grace import ListenerGrace
 from tether.agent.types import default_convert_to_llm
 from tether.ai.abort import AbortController, AbortSignal
 from tether.session.convert import lower_after, lower_for
-from tether.session.core_state import PASSED_ON
+from tether.session.core_state import IN_RUN, PASSED_ON, Compaction
 from tether.session.events import (
     AgentEndSessionEvent,
     QueuedInputDisposition,
@@ -81,10 +80,6 @@ if TYPE_CHECKING:  # the store and the summariser load only when a run has a ses
     from tether.session.session import Session
 
 M = TypeVar("M", bound="BaseModel")
-
-_IN_RUN: contextvars.ContextVar[AgentSession | None] = contextvars.ContextVar("tether_core_run", default=None)
-"""The core whose run this task is, or was made by (an event listener, a tool's task): its
-``close()`` there waits for no run, which would be waiting for itself."""
 
 
 class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserInput):
@@ -216,8 +211,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._input_abort: AbortController | None = None
         self._bash_aborts = set()
         self._mcp_abort: AbortController | None = None
-        self._compactions = {}
-        """The summaries of ``compact()`` calls under way, and what aborts each."""
+        self._compactions = set()
+        """The compactions under way outside the loop (``compact()``, overflow recovery)."""
         self._moves = set()
         """What aborts the summary of each ``branch(summarize=True)`` under way: a run that
         starts, ``abort()`` and ``close()``."""
@@ -398,7 +393,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             self._grace.abort()  # a listener stuck in an await is cut after ABORT_GRACE
         self.agent.abort()
         self.abort_retry()
-        for controller in (self._input_abort, self._mcp_abort, *self._compactions.values(), *self._moves):
+        compactions = (compaction.controller for compaction in self._compactions)
+        for controller in (self._input_abort, self._mcp_abort, *compactions, *self._moves):
             if controller is not None:
                 controller.abort()
 
@@ -421,7 +417,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         would be waiting for itself, it aborts the run and returns; the run closes the core as it
         settles, before its ``prompt()`` returns."""
         self._closed = True
-        if self.is_running and _IN_RUN.get() is self:
+        if self._in_own_run():
             self._close_after_run = True
             self.abort()
             return
@@ -468,22 +464,23 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             self._sessions.close()
 
     async def _end_compactions(self) -> None:
-        """Abort each ``compact()`` under way and let it settle, within ``ABORT_GRACE`` (a
-        model call ends at once when aborted; one deaf to its signal is cancelled then), so the
-        session is not closed under a summary about to be stored. One that ignores the
-        cancellation too is left behind after a second ``ABORT_GRACE``, as a tool call is
+        """Abort each compaction under way and let it settle, within ``ABORT_GRACE`` (a model
+        call ends at once when aborted; one deaf to its signal is cancelled then), so the session
+        is not closed, nor a run started, under a summary about to be stored. One that ignores
+        the cancellation too is left behind after a second ``ABORT_GRACE``, as a tool call is
         (``tether.agent.abort_grace``): ``close()`` returns in bounded time whatever the model
         does."""
         if not self._compactions:
             return
         from tether.agent.abort_grace import ABORT_GRACE  # loads with the first tool call otherwise
 
-        for controller in self._compactions.values():
-            controller.abort()
-        work = set(self._compactions)
-        _, deaf = await asyncio.wait(work, timeout=ABORT_GRACE)
-        for future in deaf:
-            future.cancel()
+        under_way: tuple[Compaction, ...] = tuple(self._compactions)
+        for compaction in under_way:
+            compaction.controller.abort()
+        _, deaf = await asyncio.wait([c.settled for c in under_way], timeout=ABORT_GRACE)
+        for compaction in under_way:
+            if compaction.settled in deaf and compaction.work is not None:
+                compaction.work.cancel()
         if deaf:
             await asyncio.wait(deaf, timeout=ABORT_GRACE)
 
@@ -505,6 +502,9 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             previous = self._run if self.is_running else None
             if previous is not None and previous is not self._aborting:
                 raise AgentBusyError("the agent is already running: steer it or queue a follow-up instead")
+            compacting = any(not c.controller.signal.aborted for c in self._compactions)
+            if compacting:
+                raise AgentBusyError("a compaction is running: wait for it to end, or abort it")
             self._run = asyncio.ensure_future(self._run_after(previous, body, retry))
             for move in tuple(self._moves):  # moved under the run, its entries would hang off the summary
                 move.abort(MOVE_UNDER_A_RUN)
@@ -520,9 +520,11 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         body: Callable[[], Awaitable[list[AgentMessage]]],
         retry: RetrySettings | None,
     ) -> list[AgentMessage]:
-        """Start a run once an aborted one before it has settled (bounded: ``ABORT_GRACE``)."""
+        """Start a run once an aborted run or compaction before it has settled (bounded:
+        ``ABORT_GRACE``)."""
         if previous is not None:
             await asyncio.wait((previous,))  # not gather: cancelled, this run would cancel that one
+        await self._end_compactions()
         self._added = []
         # An abort of this run before its first step (``Run.start()``'s task not run yet, or
         # waiting for the previous run) holds: the agent's run is aborted as it starts.
@@ -537,7 +539,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         self._retry_options()
         if self._session is not None:
             self._session.defer_writes()  # committed off the event loop; settled below
-        inside = _IN_RUN.set(self)  # this task's own context, and that of the tasks it makes
+        inside = IN_RUN.set(asyncio.current_task())  # this task's own context, and the tasks' it makes
         try:
             return await self._settled(body(), self._session)
         finally:
@@ -546,7 +548,7 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             if self._close_after_run:
                 self._close_after_run = False
                 await self._close()
-            _IN_RUN.reset(inside)  # the finished task's context holds no reference to this core
+            IN_RUN.reset(inside)  # the finished task's context holds no reference to itself
 
     async def _settled(
         self, body: Awaitable[list[AgentMessage]], session: Session | None

@@ -79,8 +79,13 @@ async def execute(core: AgentSession, line: str) -> CommandResult:
     command = COMMANDS.get(name)
     if command is None:
         return CommandResult(f"unknown command /{name} (try /help)", error=True)
-    if core.is_running and name not in ("help", "session", "quit", "exit"):
-        return CommandResult(f"/{name} is not available while the agent runs (Esc aborts it)", error=True)
+    if name not in ("help", "session", "quit", "exit"):
+        if core.is_running:
+            return CommandResult(f"/{name} is not available while the agent runs (Esc aborts it)", error=True)
+        if core.is_compacting:
+            return CommandResult(
+                f"/{name} is not available while a compaction runs (Esc aborts it)", error=True
+            )
     try:
         return await command.handler(core, args)
     except (ModelError, SessionError, ValueError, LookupError, OSError) as exc:  # OSError: /export's file

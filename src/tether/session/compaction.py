@@ -263,6 +263,8 @@ async def compact(
 ) -> CompactionResult:
     """Summarise the older part of the active path and persist a compaction entry."""
     settings = settings or CompactionSettings()
+    if signal is not None and signal.aborted:  # before the request (a ``compaction_start`` listener)
+        raise CompactionError("summarising failed: the compaction was aborted")
     path = session.path_nodes()
     plan = _plan(path, settings.keep_recent_tokens)
     if not plan.to_summarise:

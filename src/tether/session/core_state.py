@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -64,6 +65,27 @@ PASSED_ON: frozenset[str] = frozenset(
 agent does not call it with them (``_unheard``), most of a run's events (P6)."""
 _TIERS: frozenset[str] = frozenset(get_args(ServiceTier))
 
+IN_RUN: contextvars.ContextVar[asyncio.Future[Any] | None] = contextvars.ContextVar(
+    "tether_core_run", default=None
+)
+"""The run (its task) this task is, or was made by (an event listener, a tool's task). The task,
+not the core: a task a past run left behind (a listener's ``create_task``) still holds that run
+in its context, and is not part of the run going on now (``CoreState._in_own_run``)."""
+
+
+@dataclasses.dataclass(eq=False, slots=True)
+class Compaction:
+    """A compaction under way outside the loop's own (``compact()``, overflow recovery): one at a
+    time, as a run is (``CoreState._refuse_compaction``)."""
+
+    controller: AbortController
+    """What aborts its summary: ``abort()``, ``close()``, the caller's signal."""
+    settled: asyncio.Future[None]
+    """Done once its ``compaction_end`` is said: what a prompt after ``abort()`` waits for."""
+    work: asyncio.Future[Any] | None = None
+    """The summary's task, once asked for: what ``close()`` cancels when the model is deaf to
+    the abort."""
+
 
 class CoreState:
     """What the parts of ``AgentSession`` share; not built on its own (``AgentSession`` is)."""
@@ -107,7 +129,7 @@ class CoreState:
     _closed: bool
     _closed_id: str | None
     _mcp_abort: AbortController | None
-    _compactions: dict[asyncio.Future[CompactionResult], AbortController]
+    _compactions: set[Compaction]
     _moves: set[AbortController]
     _aborted: bool
     _grace: ListenerGrace | None
@@ -161,6 +183,40 @@ class CoreState:
     @property
     def is_compacting(self) -> bool:
         return self._compacting > 0
+
+    def _in_own_run(self) -> bool:
+        """Whether the caller is the running run's own task, or a task it made (a listener, a
+        tool): there, waiting for the run would be waiting for itself, and compacting is a step
+        of the run."""
+        run = self._run
+        return run is not None and not run.done() and IN_RUN.get() is run
+
+    def _refuse_compaction(self) -> None:
+        """``AgentBusyError`` for a compaction beside another one, or beside a run it is not
+        part of: the summary and the run would each rebuild the context under the other (the
+        run's next entries hanging off a summary it never saw)."""
+        from tether.agent import AgentBusyError
+
+        if self._compactions:
+            raise AgentBusyError("a compaction is running: wait for it to end, or abort it")
+        if self.is_running and not self._in_own_run():
+            raise AgentBusyError("the agent is running: compact once it has settled, or abort it first")
+
+    def _compaction_begun(self, signal: AbortSignal | None) -> tuple[Compaction, Callable[[], None] | None]:
+        """Register a compaction (``abort()`` and ``close()`` reach it from here on, its
+        ``compaction_start`` listeners included) and link the caller's ``signal`` to it; the
+        second value unlinks that signal (``_compaction_over``)."""
+        compaction = Compaction(AbortController(), asyncio.get_running_loop().create_future())
+        self._compactions.add(compaction)
+        unlink = signal.add_listener(compaction.controller.abort) if signal is not None else None
+        return compaction, unlink
+
+    def _compaction_over(self, compaction: Compaction, unlink: Callable[[], None] | None) -> None:
+        self._compactions.discard(compaction)
+        if unlink is not None:
+            unlink()
+        if not compaction.settled.done():
+            compaction.settled.set_result(None)
 
     @property
     def compaction(self) -> CompactionSettings:

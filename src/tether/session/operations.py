@@ -341,45 +341,48 @@ class SessionOperations(CoreState):
         saying so; ``CompactionError`` when the summariser failed or was aborted. ``abort()``
         and ``close()`` abort the summary's request (as ``signal`` does): a summary takes as long
         as a reply, and closing must not wait for it. The entry is stored only once the whole
-        summary is in, so an aborted compaction leaves the session as it was."""
+        summary is in, so an aborted compaction leaves the session as it was.
+
+        One thing at a time, as a run is: beside another compaction, or beside a run it is not
+        part of, it raises ``AgentBusyError`` (a tool or an event listener of the run compacts
+        between the run's steps); a prompt meanwhile raises it too, unless the compaction was
+        aborted: that prompt's run starts once it has settled, as after an aborted run."""
         from tether.session.compaction import CompactionError, compact
 
         session = self._require_session()
-        await self._emit({"type": "compaction_start", "reason": reason})
-        controller = AbortController()  # ``abort()`` and ``close()`` stop the summary's request
-        unlink = signal.add_listener(controller.abort) if signal is not None else None
-        work = asyncio.ensure_future(
-            compact(
-                session,
-                self.model,
-                self._stream_fn(reason=reason),
-                instructions=instructions,
-                settings=self.compaction,
-                signal=controller.signal,
-            )
-        )
-        self._compactions[work] = controller
+        self._refuse_compaction()
+        compaction, unlink = self._compaction_begun(signal)
         try:
-            result = await work
-        except (CompactionError, asyncio.CancelledError) as exc:
-            task = asyncio.current_task()
-            if isinstance(exc, asyncio.CancelledError) and (task is None or task.cancelling()):
-                raise  # the caller was cancelled: the summary went with it
-            if not isinstance(exc, CompactionError):  # ``close()`` gave up on a model deaf to the abort
-                exc = CompactionError("summarising failed: the compaction was aborted")
-            aborted = controller.signal.aborted
-            await self._emit(compaction_end(reason, None, aborted=aborted, error=str(exc)))
-            raise exc from None
+            await self._emit({"type": "compaction_start", "reason": reason})
+            work = compaction.work = asyncio.ensure_future(
+                compact(
+                    session,
+                    self.model,
+                    self._stream_fn(reason=reason),
+                    instructions=instructions,
+                    settings=self.compaction,
+                    signal=compaction.controller.signal,
+                )
+            )
+            try:
+                result = await work
+            except (CompactionError, asyncio.CancelledError) as exc:
+                task = asyncio.current_task()
+                if isinstance(exc, asyncio.CancelledError) and (task is None or task.cancelling()):
+                    raise  # the caller was cancelled: the summary went with it
+                if not isinstance(exc, CompactionError):  # ``close()`` gave up on a model deaf to the abort
+                    exc = CompactionError("summarising failed: the compaction was aborted")
+                aborted = compaction.controller.signal.aborted
+                await self._emit(compaction_end(reason, None, aborted=aborted, error=str(exc)))
+                raise exc from None
+            self.compactions += 1
+            self.last_compaction = result
+            if not self.is_running:
+                self._reload()
+            await self._emit(compaction_end(reason, result.wire()))
+            return result
         finally:
-            del self._compactions[work]
-            if unlink is not None:
-                unlink()
-        self.compactions += 1
-        self.last_compaction = result
-        if not self.is_running:
-            self._reload()
-        await self._emit(compaction_end(reason, result.wire()))
-        return result
+            self._compaction_over(compaction, unlink)
 
     def tree_text(self) -> str:
         from tether.session.tree_view import render_tree
