@@ -289,6 +289,7 @@ class ToolRunner:
         if assistant["stopReason"] == "length":
             await self._reject_truncated(calls)
             self.terminate = False
+            self.records = []
             return self.delivered
         tools: dict[str, AgentTool] = {}
         self.tools = tools
@@ -303,6 +304,10 @@ class ToolRunner:
                 if (t := tools.get(call["name"])) is not None and t.execution_mode == "sequential":
                     sequential = True
         self.terminate = await (self._sequential(calls) if sequential else self._parallel(calls))
+        # The batch is over: its records go now. Each points back at this runner (``_Call.update``
+        # reports through it), so records kept to the next batch or the run's end were a cycle
+        # only a garbage collection freed, with the batch's results and events.
+        self.records = []
         return self.delivered
 
     async def close(
@@ -317,16 +322,19 @@ class ToolRunner:
             self.assistant, self.records, self.delivered = assistant, [], []
         self.open_result = None
         records = self.records
-        for index in range(len(self.delivered), len(calls)):
-            if index < len(records):
-                record = records[index]
-                if record.stage != _ENDED:
+        try:
+            for index in range(len(self.delivered), len(calls)):
+                if index < len(records):
+                    record = records[index]
+                    if record.stage != _ENDED:
+                        record.fail(f"Tool call was not completed: {text}")
+                        await emit(end_event(record.call, record.result, True))
+                else:  # its start never went out: its record, made now, is only what is delivered
+                    record = _Call(self, calls[index])
                     record.fail(f"Tool call was not completed: {text}")
-                    await emit(end_event(record.call, record.result, True))
-            else:  # its start never went out: its record, made now, is only what is delivered
-                record = _Call(self, calls[index])
-                record.fail(f"Tool call was not completed: {text}")
-            await self._deliver((record,), int(time.time() * 1000), emit)
+                await self._deliver((record,), int(time.time() * 1000), emit)
+        finally:  # the batch is over, cut short or not: its records go (``run``)
+            self.records = []
 
     def _emit_end(self, record: _Call) -> Awaitable[None]:
         """Mark the end as sent and hand back the listener's awaitable (to be awaited)."""
@@ -614,7 +622,9 @@ class ToolRunner:
         It returns nothing (its outcome goes into ``record``): ``start_eagerly`` needs no
         exception to learn that a call ended at once."""
         result: Any = None
-        failure: BaseException | None = None
+        # The failure's text, not the exception: kept in this frame, which the exception's
+        # traceback holds, the exception made a cycle only a garbage collection freed.
+        failure: str | None = None
         try:
             if self.trace is None:
                 result = await record.tool.execute(record.call["id"], record.args, self.signal, record.update)
@@ -624,14 +634,14 @@ class ToolRunner:
                         record.call["id"], record.args, self.signal, record.update
                     )
         except Exception as exc:
-            failure = exc
+            failure = describe_error(exc)
         except asyncio.CancelledError as exc:
             current = asyncio.current_task()
             if current is None or current.cancelling():
                 raise  # the run itself is cancelled
             # The tool raised it while nobody cancelled the run (e.g. it read a cancelled task's
             # result): a failure of the tool like any other, not the end of the run.
-            failure = exc
+            failure = describe_error(exc)
         finally:
             record.ended = True
             if record.updates is not None:
@@ -639,7 +649,7 @@ class ToolRunner:
         if record.abandoned:  # by the grace (``_drive``): what it came to is dropped
             return
         if failure is not None:
-            record.fail(describe_error(failure))
+            record.fail(failure)
         elif isinstance(result, AgentToolResult) and not isinstance(result.content, list):  # pyright: ignore[reportUnnecessaryIsInstance]
             # a string kept as is made a message no store or provider takes (pi's type: a list)
             given: object = result.content
