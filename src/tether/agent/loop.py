@@ -257,12 +257,6 @@ class _Run:
     # records) written just before, and a listener's exception turned into ``StepFailed`` there.
     # A wrapper coroutine per event cost 5% of a run's instructions (P2).
 
-    async def _traced_sink(self, event: AgentEvent) -> None:
-        """The sink of an instrumented run: the trace sees every event first."""
-        assert self.trace is not None
-        self.trace.observe(event)
-        await self.user_sink(event)
-
     async def _emit(self, event: AgentEvent) -> None:
         """A once-per-run event (``agent_start``, ``agent_end``)."""
         try:
@@ -288,7 +282,7 @@ class _Run:
         if instrumentation is not None:
             tools = {t.name: t.description for t in self.context.tools}
             self.trace = instrumentation.start_run(self.config.model, self.options, tools)
-            self.sink = self._traced_sink
+            self.sink = _traced_sink(self.trace, self.user_sink)
         try:
             await self._emit({"type": "agent_start"})
             self.in_turn = True
@@ -658,6 +652,18 @@ class _Run:
         if self.in_turn:
             self.in_turn = False
             await self._quiet({"type": "turn_end", "message": message, "toolResults": list(delivered)})
+
+
+def _traced_sink(trace: RunTrace, user_sink: Emit) -> Emit:
+    """The sink of an instrumented run: the trace sees every event first. A function of its own,
+    not a method of the run: the run would hold itself through it (its ``sink``, and its tool
+    runner's), a cycle that kept every instrumented run until a garbage collection."""
+
+    async def sink(event: AgentEvent) -> None:
+        trace.observe(event)
+        await user_sink(event)
+
+    return sink
 
 
 def _replace_or_append(messages: list[AgentMessage], old: AgentMessage, new: AgentMessage) -> None:

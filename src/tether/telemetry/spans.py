@@ -233,9 +233,12 @@ def _traced(recorder: Recorder, stream_fn: StreamFn, run: RunTrace | None, purpo
     async def call(
         model: ModelInfo, context: Context, options: SimpleStreamOptions | None
     ) -> AssistantMessageEventStream:
-        model_call = _ModelCall(recorder, model, context, options, run, purpose)
+        given = options if options is not None else SimpleStreamOptions()
+        model_call = _ModelCall(recorder, model, context, given, run, purpose)
         try:
-            opened = stream_fn(model, context, model_call.options)
+            # The caller's options, telling this call about retries (and the caller, if it asked):
+            # not kept by the call, which they point at (a cycle only a collection freed).
+            opened = stream_fn(model, context, dataclasses.replace(given, on_retry=model_call.retried))
             stream = await opened if inspect.isawaitable(opened) else opened
         except BaseException as exc:
             model_call.raised(exc)
@@ -259,7 +262,6 @@ class _ModelCall:
         "_retries",
         "_run",
         "_started",
-        "options",
         "span",
     )
 
@@ -268,7 +270,7 @@ class _ModelCall:
         recorder: Recorder,
         model: ModelInfo,
         context: Context,
-        options: SimpleStreamOptions | None,
+        given: SimpleStreamOptions,
         run: RunTrace | None,
         purpose: str | None,
     ) -> None:
@@ -276,10 +278,7 @@ class _ModelCall:
         self._run = run
         self._labels = run.model_attributes if run is not None else _model_attributes(model)
         """What the span and the metrics are labelled with: the model called."""
-        given = options if options is not None else SimpleStreamOptions()
         self._on_retry = given.on_retry
-        self.options = dataclasses.replace(given, on_retry=self._retried)
-        """The caller's options, telling this call about retries (and the caller, if it asked)."""
         attributes: Attributes = {sc.OPERATION_NAME: sc.CHAT, **self._labels, sc.REQUEST_STREAM: True}
         if run is not None:
             run.model_calls += 1
@@ -309,7 +308,7 @@ class _ModelCall:
         self._first_chunk: float | None = None
         self._retries = 0
 
-    def _retried(self, retry: Retry) -> None:
+    def retried(self, retry: Retry) -> None:
         self._retries += 1
         self.span.add_event(
             sc.RETRY_EVENT,
