@@ -375,9 +375,13 @@ class Sandbox:
 
     def kept(self, hidden: Sequence[Path]) -> list[Path]:
         """What stays read-only inside a writable root besides its control files, resolved: the
-        policy's ``protect`` and the ``hidden`` paths, so that one missing is not created there
-        (a ``~/.config/tether/settings.json`` turning the sandbox off at the next start)."""
-        return [*(Path(os.path.realpath(path)) for path in self.policy.protect), *hidden]
+        policy's ``protect``, tether's own installation (``sandbox_protect.installation``) and
+        the ``hidden`` paths, so that one missing is not created there (a
+        ``~/.config/tether/settings.json`` turning the sandbox off at the next start)."""
+        from tether.tools.sandbox_protect import installation
+
+        named = (*self.policy.protect, *installation())
+        return [*(Path(os.path.realpath(path)) for path in named), *hidden]
 
     def made(self, kept: Sequence[Path], startup: Iterable[str]) -> list[Path]:
         """Of ``kept``, the protected folders made when missing: tether's own (config, data), not
@@ -388,7 +392,9 @@ class Sandbox:
 
     def named(self) -> list[Path]:
         """``kept``'s paths as named, in its order: a link on the way to one must stay a link."""
-        return [*self.policy.protect, *self.hidden]
+        from tether.tools.sandbox_protect import installation
+
+        return [*self.policy.protect, *installation(), *self.hidden]
 
     def hint(self, output: str) -> str | None:
         """A note for the model when a failed command may have been stopped by the sandbox."""

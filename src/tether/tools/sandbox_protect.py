@@ -46,10 +46,12 @@ import errno
 import fcntl
 import os
 import stat
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from tether.tools.sandbox_ledger import LEDGER
 
@@ -96,6 +98,61 @@ PLACEHOLDER_FILES = frozenset(name for name in STARTUP_PATHS if "/" not in name)
 or ``~/.gitconfig`` would make bash complain and git stop while a command runs (an empty file is
 what a reader takes for no file, but for ``~/.bash_profile``: a login shell started meanwhile
 reads it instead of ``~/.profile``)."""
+
+
+PACKAGE = Path(__file__).parent.parent
+"""The ``tether`` package's folder, found from this file: ``import tether`` here would make the
+tools depend on every floor above them (the package's ``__init__`` imports them all)."""
+
+
+def installation() -> tuple[Path, ...]:
+    """tether's own installation, as named: the environment it runs in (``sys.prefix``: a venv,
+    ``uv tool install``'s or pipx's), the Python that environment is made from
+    (``sys.base_prefix``: ``uv``'s own Python lives in the home folder) and the ``tether``
+    package when it lies elsewhere (run from a checkout through ``PYTHONPATH``). A writable
+    workspace holding one (tether run in the home folder, or from the project's own ``.venv``)
+    would let a confined command add a ``.pth`` file to site-packages or rewrite
+    ``tether/__init__.py``: run unconfined at the next start. An editable install's source is
+    left out: it is the project being worked on (developing tether with tether), its venv is
+    not."""
+    found = dict.fromkeys(
+        Path(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix)
+    )
+    if not any(PACKAGE.is_relative_to(prefix) for prefix in found) and not _editable(
+        PACKAGE, tuple(sys.path)
+    ):
+        found[PACKAGE] = None
+    return tuple(found)
+
+
+@cache
+def _editable(package: Path, path: tuple[str, ...]) -> bool:
+    """Whether ``package`` is the source of an editable install: a ``tether`` distribution on
+    ``path`` (``sys.path``) whose ``direct_url.json`` (PEP 610) says ``editable`` for a folder
+    holding it. Read by hand, once a process, at its first command: ``importlib.metadata``
+    would load ``zipfile``, ``shutil`` and ``tempfile`` for it."""
+    import json
+    from urllib.parse import unquote, urlsplit
+
+    for folder in dict.fromkeys(path):
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            continue  # the standard library's zip, a folder gone
+        for name in names:
+            if not (name.startswith("tether-") and name.endswith(".dist-info")):
+                continue
+            try:
+                with open(os.path.join(folder, name, "direct_url.json"), "rb") as file:
+                    info: Any = json.load(file)
+                url = urlsplit(str(info["url"]))
+                if info["dir_info"]["editable"] is not True or url.scheme != "file":
+                    continue
+            except (OSError, ValueError, LookupError, TypeError):
+                continue  # no such file (not a direct install), or not PEP 610's
+            if Path(os.path.realpath(package)).is_relative_to(os.path.realpath(unquote(url.path))):
+                return True
+    return False
 
 
 def is_repository(directory: Path) -> bool:

@@ -213,9 +213,9 @@ class Workspace:
     def protected_write(self, tool_call: ToolCall) -> str | None:
         """What a ``write``/``edit`` call would change that the sandbox keeps read-only (the
         workspace's ``.tether``, ``.mcp.json``, ``.git``, ...: ``tether.tools.sandbox_protect``;
-        tether's config folder when the workspace holds it), said for the approval question, or
-        ``None``. Only in ``workspace-write``: ``read-only``
-        refuses every write, and with the sandbox off nothing is protected."""
+        tether's config folder and own installation when the workspace holds them), said for the
+        approval question, or ``None``. Only in ``workspace-write``: ``read-only`` refuses every
+        write, and with the sandbox off nothing is protected."""
         if (
             tool_call["name"] not in WRITE_TOOLS
             or self.sandbox is None
@@ -225,15 +225,18 @@ class Workspace:
         path = tool_call["arguments"].get("path")
         if not isinstance(path, str) or not path or _unnameable(path) is not None:
             return None  # the tool refuses it (``resolve``); nothing is written
-        from tether.tools.sandbox_protect import WHAT_READS, inside, protected_by
+        from tether.tools.sandbox_protect import WHAT_READS, inside, installation, protected_by
 
         real = Path(os.path.realpath(self.real_root / self._named(path)))
         name = protected_by(real, self._real_roots)
         if name is not None:
             return f"{name}, which {WHAT_READS[name]}"
+        installed = {Path(os.path.realpath(p)) for p in installation()}
         kept = (
             p
-            for p in inside([Path(os.path.realpath(k)) for k in self.sandbox.protect], self._real_roots)
+            for p in inside(
+                [*(Path(os.path.realpath(k)) for k in self.sandbox.protect), *installed], self._real_roots
+            )
             if real == p or real.is_relative_to(p)
         )
         folder = next(kept, None)
@@ -245,6 +248,8 @@ class Workspace:
         relative = folder.relative_to(home).as_posix() if folder.is_relative_to(home) else ""
         if relative in STARTUP_PATHS:
             return f"{path_text(folder)}, which {STARTUP_PATHS[relative]}"
+        if folder in installed:
+            return f"{path_text(folder)}, tether's own installation, which runs at its next start"
         return f"{path_text(folder)}, tether's configuration (extensions, settings)"
 
     def _inside_roots(self, arguments: Mapping[str, Any]) -> bool:
