@@ -78,6 +78,8 @@ STARTUP_PATHS = {
     ".bash_login": "bash runs at login",
     ".bash_logout": "bash runs at logout",
     ".bashrc": "bash runs at start",
+    ".bash_aliases": "bash runs at start (from ~/.bashrc)",
+    ".bashrc.d": "bash runs at start (from ~/.bashrc)",
     ".zshenv": "zsh runs at start",
     ".zprofile": "zsh runs at login",
     ".zshrc": "zsh runs at start",
@@ -86,19 +88,49 @@ STARTUP_PATHS = {
     ".gitconfig": "git reads for aliases, hooks and helpers to run",
     ".config/git": "git reads for aliases, hooks and helpers to run",
     ".local/bin": "login shells put first on PATH",
+    ".local/lib": "Python runs at every start (user site-packages: .pth files, usercustomize.py)",
+    ".pam_environment": "the login reads for the session's environment",
+    ".xprofile": "the desktop session runs at login",
+    ".xsessionrc": "the desktop session runs at login",
+    ".xsession": "the desktop session runs at login",
+    ".xinitrc": "startx runs",
+    ".Xresources": "the desktop session loads at login",
     ".config/autostart": "the desktop session starts",
-    ".config/systemd/user": "the systemd user manager starts",
+    ".config/plasma-workspace": "KDE Plasma runs at login and logout",
+    ".local/share/applications": "the desktop runs to open files and applications",
+    ".config/systemd": "the systemd user manager starts",
+    ".local/share/systemd": "the systemd user manager starts",
     ".config/environment.d": "the systemd user manager reads for the session's environment",
+    ".config/pip/pip.conf": "pip reads for where to install packages from",
+    ".pip/pip.conf": "pip reads for where to install packages from",
+    ".config/uv/uv.toml": "uv reads for where to install packages from",
+    ".yarnrc.yml": "yarn reads for the program to run and where to fetch packages from",
+    ".yarnrc": "yarn reads for the program to run and where to fetch packages from",
 }
 """Relative to the home folder: what runs unconfined later (the user's next shell, login, git
-call or desktop session), kept read-only when a writable root holds it (tether run in the home
-folder), and what reads each, for the approval question of a file tool's write."""
-PLACEHOLDER_FILES = frozenset(name for name in STARTUP_PATHS if "/" not in name)
-"""Names whose missing path's placeholder is an empty file, not a folder: a folder ``~/.bashrc``
-or ``~/.gitconfig`` would make bash complain and git stop while a command runs (an empty file is
-what a reader takes for no file, but for ``~/.bash_profile``: a login shell started meanwhile
-reads it instead of ``~/.profile``)."""
-
+call, desktop session or package install), kept read-only when a writable root holds it (tether
+run in the home folder), and what reads each, for the approval question of a file tool's write."""
+STARTUP_FOLDERS = frozenset(
+    {
+        ".bashrc.d",
+        ".config/fish",
+        ".config/git",
+        ".local/bin",
+        ".local/lib",
+        ".config/autostart",
+        ".config/plasma-workspace",
+        ".local/share/applications",
+        ".config/systemd",
+        ".local/share/systemd",
+        ".config/environment.d",
+    }
+)
+PLACEHOLDER_FILES = frozenset(STARTUP_PATHS) - STARTUP_FOLDERS
+"""Start-up paths that are files: a missing one's placeholder is an empty file, not a folder: a
+folder ``~/.bashrc`` or ``~/.gitconfig`` would make bash complain and git stop while a command
+runs (an empty file is what a reader takes for no file, but for ``~/.bash_profile``: a login
+shell started meanwhile reads it instead of ``~/.profile``)."""
+_PLACEHOLDER_FILE_NAMES = frozenset(Path(name).name for name in PLACEHOLDER_FILES)
 
 PACKAGE = Path(__file__).parent.parent
 """The ``tether`` package's folder, found from this file: ``import tether`` here would make the
@@ -267,7 +299,8 @@ class Protection:
                 try:
                     protection._hold(
                         missing,
-                        is_file=missing == real and (real.name in PLACEHOLDER_FILES or _file_name(real.name)),
+                        is_file=missing == real
+                        and (real.name in _PLACEHOLDER_FILE_NAMES or _file_name(real.name)),
                     )
                 except OSError:
                     continue
@@ -440,7 +473,10 @@ def _remove_left(path: Path, st: os.stat_result) -> None:
 def _file_name(name: str) -> bool:
     """Whether a missing path kept read-only is a file's (``auth.json``, ``.netrc``, ``.npmrc``,
     ``.git-credentials``): its placeholder is then an empty file, so a killed tether's leftover
-    cannot stand as a folder where a program would make the file."""
+    cannot stand as a folder where a program would make the file. A ``.d`` name is a folder of
+    snippets (``~/.bashrc.d``, ``~/.config/environment.d``)."""
+    if name.endswith(".d"):
+        return False
     return "." in name.lstrip(".") or name.endswith(("rc", "-credentials"))
 
 
