@@ -28,7 +28,7 @@ from tether.tools.approval import ApprovalGate
 from tether.tools.edit import create_edit_tool
 from tether.tools.read import create_read_tool
 from tether.tools.sandbox import SandboxPolicy, secret_paths, unavailable
-from tether.tools.sandbox_protect import PROTECTED_NAMES, STARTUP_PATHS, Protection
+from tether.tools.sandbox_protect import PROTECTED_NAMES, STARTUP_PATHS, Protection, inside
 from tether.tools.write import create_write_tool
 from tether.wire import ToolCall
 
@@ -541,6 +541,33 @@ async def test_a_link_on_the_way_to_a_protected_path_cannot_be_replaced(
     off = Workspace(root, sandbox=replace(_sandbox(Settings(), ()), mode="off"))
     said = text_of(await call(create_bash_tool(off), command=f"cd {root}; {replace_links}"))
     assert not (root / ".ssh").is_symlink() and (root / ".config/tether/extensions/x.py").exists(), said
+
+
+def test_only_the_outermost_kept_paths_inside_a_root_are_mounted() -> None:
+    """``inside`` keeps the paths a root holds, once each, but none lying in another of them (its
+    mount covers it) nor a root itself; a name that only starts like another (``.config-old``
+    beside ``.config``) is not inside it. Looked up by folder in a set, not compared pairwise."""
+    home, other = Path("/h/me"), Path("/h/other")
+    reals = [
+        home / ".config",
+        home / ".config/tether",
+        home / ".config-old/x",
+        home / ".local/share/tether",
+        home / ".local/share/tether/auth.json",
+        home / ".local/share/tether",
+        home,
+        other / ".bashrc",
+        Path("/etc/shadow"),
+        home / ".bashrc",
+    ]
+    assert inside(reals, [home]) == [
+        home / ".config",
+        home / ".config-old/x",
+        home / ".local/share/tether",
+        home / ".bashrc",
+    ]
+    assert inside(reals, [home, other]) == [*inside(reals, [home])[:3], other / ".bashrc", home / ".bashrc"]
+    assert inside(reals, [Path("/")]) == [home, other / ".bashrc", Path("/etc/shadow")]
 
 
 def test_a_killed_tethers_placeholders_in_the_home_folder_are_swept_by_any_command(

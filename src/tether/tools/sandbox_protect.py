@@ -229,13 +229,19 @@ def inside(reals: Sequence[Path], roots: Sequence[Path]) -> list[Path]:
     the extensions and settings the next start obeys, or create the key files it hides. One
     inside another of them is left out: that one's mount (or placeholder) covers it, where a
     placeholder of its own would appear in the real folder (a ``settings.json`` folder in the
-    config folder while a command runs). Compared as text: this runs for every command, with
-    some thirty paths that are usually all outside."""
+    config folder while a command runs). Compared as text, each path's folders looked up in a
+    set: this runs for every command, with some sixty paths in a home workspace (comparing each
+    with every other was 3,600 ``is_relative_to`` calls, a third of the command's set-up)."""
     prefixes = tuple(str(root).rstrip("/") + "/" for root in roots)
-    found = [path for path in dict.fromkeys(reals) if str(path).startswith(prefixes)]
-    return [
-        path for path in found if not any(path != other and path.is_relative_to(other) for other in found)
-    ]
+    found = {text: path for path in reals if (text := str(path)).startswith(prefixes)}
+    kept: list[Path] = []
+    for text, path in found.items():
+        folder = text.rpartition("/")[0]
+        while folder and folder not in found:
+            folder = folder.rpartition("/")[0]
+        if not folder:
+            kept.append(path)
+    return kept
 
 
 def protected_by(real: Path, roots: Sequence[Path]) -> str | None:
