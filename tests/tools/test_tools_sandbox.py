@@ -322,6 +322,38 @@ async def test_the_ssh_agent_is_out_of_reach_wherever_its_socket_is(
     assert ok_off and "hello" in said_off and f"agent={agent}" in said_off, said_off
 
 
+@pytest.mark.parametrize("where", ["gnupghome", "workspace"])
+async def test_gpg_agent_and_keys_are_out_of_reach_outside_run(
+    root: Path, home: Path, real_dir: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Without ``/run/user/<uid>`` gpg-agent listens in ``$GNUPGHOME`` (``S.gpg-agent``, its
+    ``.ssh`` and ``.extra`` sockets): one outside the home folder's ``~/.gnupg`` was reachable
+    from a confined command, which could sign (a release tag, a commit) or, through the ``.ssh``
+    socket, log in with the user's keys, and its ``private-keys-v1.d`` was readable. Now the
+    folder is hidden, ``GPG_AGENT_INFO`` unset and the sockets covered (in the workspace too,
+    tether run in ``$GNUPGHOME``). With the sandbox off (an escalated command) both are there."""
+    gnupg = real_dir / "gnupg" if where == "gnupghome" else root
+    (gnupg / "private-keys-v1.d").mkdir(parents=True)
+    (gnupg / "private-keys-v1.d" / "K.key").write_text("PRIVATE-KEY-MATERIAL\n")
+    monkeypatch.setenv("GNUPGHOME", str(gnupg))
+    sockets = [gnupg / name for name in ("S.gpg-agent", "S.gpg-agent.ssh", "S.gpg-agent.extra")]
+    monkeypatch.setenv("GPG_AGENT_INFO", f"{sockets[0]}:0:1")
+    connect = (
+        "echo info=${GPG_AGENT_INFO:-none}; "
+        f"cat {gnupg}/private-keys-v1.d/K.key; "
+        "python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+        "print(s.recv(5).decode())' "
+    )
+    with unix_servers(sockets):
+        for path in sockets:
+            (ok_in, said_in), (ok_off, said_off) = await both(root, home, connect + str(path))
+            assert not ok_in and "hello" not in said_in and "info=none" in said_in, said_in
+            if where == "gnupghome":
+                assert "PRIVATE-KEY-MATERIAL" not in said_in, said_in
+            assert ok_off and "hello" in said_off and f"info={sockets[0]}" in said_off, said_off
+            assert "PRIVATE-KEY-MATERIAL" in said_off
+
+
 async def test_a_fork_bomb_stops_at_the_process_limit(root: Path, home: Path) -> None:
     # sleeps that outlast the loop however slow the machine, so they all exist at once
     command = "for i in $(seq 300); do sleep 60 & done; jobs -p | wc -l; kill $(jobs -p)"

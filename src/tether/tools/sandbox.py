@@ -11,7 +11,8 @@ confine commands instead, and so do we. A confined command sees:
   store knows (``other_workspaces``: on a shared worker, a run sees its own workspace only);
 - **no network** unless allowed: its own network namespace, where even ``127.0.0.1`` is its own;
   and no Unix socket of the host's (``tether.tools.sandbox_sockets``: the systemd user manager
-  or Docker's socket would run anything outside), nor the SSH agent wherever its socket is;
+  or Docker's socket would run anything outside), nor the SSH agent or gpg-agent wherever
+  their sockets are;
 - its own PID namespace (``/proc`` shows only its processes; when the command ends, everything it
   left running dies with the namespace), no new privileges (setuid binaries do not elevate), no
   capabilities, and at most ``pids_max`` processes (a fork bomb stops there).
@@ -246,9 +247,15 @@ def other_workspaces(cwds: Sequence[str], keep: Sequence[Path], home: Path) -> t
 
 
 def secret_paths(home: Path, tether_dirs: Sequence[Path] = ()) -> tuple[Path, ...]:
-    """The default hidden paths: the home folder's credentials, the system's, tether's own."""
+    """The default hidden paths: the home folder's credentials, the system's, tether's own, and
+    gpg's home folder when ``$GNUPGHOME`` puts it elsewhere than ``~/.gnupg`` (its private keys
+    in ``private-keys-v1.d``, its agent's sockets when there is no ``/run/user/<uid>``)."""
+    named = os.environ.get("GNUPGHOME")
+    gnupg = Path(os.path.abspath(os.path.expanduser(named))) if named else None
     return (
         *(home / relative for relative in CREDENTIAL_PATHS),
+        # not one holding the home folder (``GNUPGHOME=~``): that would hide everything
+        *([gnupg] if gnupg is not None and not home.is_relative_to(gnupg) else []),
         *(Path(p) for p in SYSTEM_SECRETS),
         *tether_dirs,
     )

@@ -17,9 +17,10 @@ database when it is one, with peer authentication). So every confined command ge
 
 Workspaces keep their own sockets (a dev server's, a test's). ``/tmp`` is already private. The
 SSH agent is out of reach wherever its socket is (``agent_mounts``: 1Password's and Secretive's
-live in the home folder, which may be the workspace), as in Codex and Claude Code, whose Linux
-sandboxes refuse every Unix socket: a command that could sign with the user's keys could push
-to any repository the user may, or log in to their servers. Not covered: other sockets elsewhere
+live in the home folder, which may be the workspace), and so is gpg-agent in its home folder
+(``$GNUPGHOME``), as in Codex and Claude Code, whose Linux sandboxes refuse every Unix socket:
+a command that could sign with the user's keys could push to any repository the user may, sign
+a release, or log in to their servers. Not covered: other sockets elsewhere
 on the disk (add their folders to ``sandbox.hide``), and with the network shared
 (``--sandbox-network``) abstract sockets such as X11's ``@/tmp/.X11-unix/X0``.
 """
@@ -60,24 +61,31 @@ def socket_mounts(keep: Sequence[Path]) -> list[str]:
 
 
 def agent_mounts(keep: Sequence[Path]) -> list[str]:
-    """``bwrap`` arguments that take the SSH agent away from a confined command: no
-    ``SSH_AUTH_SOCK`` in its environment (ssh then does not try, and says nothing), and
-    ``/dev/null`` over the socket the variable names, resolved, wherever it is (in a workspace
-    too) but in ``/tmp`` outside ``keep``, the workspaces (private already), so a command that
-    knows the path cannot connect either. A command run
-    outside the sandbox (``--sandbox off``, or one the user let escalate) keeps the agent:
-    ``git push`` over ssh works there."""
-    args = ["--unsetenv", "SSH_AUTH_SOCK"]
-    named = os.environ.get("SSH_AUTH_SOCK")
-    if not named:
-        return args
-    real = os.path.realpath(named)
+    """``bwrap`` arguments that take the SSH agent and gpg-agent away from a confined command:
+    no ``SSH_AUTH_SOCK`` nor ``GPG_AGENT_INFO`` in its environment (ssh then does not try the
+    agent, and says nothing), and ``/dev/null`` over the sockets they name, resolved, wherever they are (in
+    a workspace too) but in ``/tmp`` outside ``keep``, the workspaces (private already), so a
+    command that knows the path cannot connect either; and over gpg-agent's sockets in its home
+    folder (``$GNUPGHOME`` or ``~/.gnupg``: ``S.gpg-agent``, ``S.gpg-agent.ssh``, ...), where it
+    listens when there is no ``/run/user/<uid>``. A command run outside the sandbox
+    (``--sandbox off``, or one the user let escalate) keeps both agents: ``git push`` over ssh
+    and ``git tag -s`` work there."""
+    args = ["--unsetenv", "SSH_AUTH_SOCK", "--unsetenv", "GPG_AGENT_INFO"]
+    named = [os.environ.get("SSH_AUTH_SOCK", ""), os.environ.get("GPG_AGENT_INFO", "").split(":")[0]]
+    gnupg = os.path.expanduser(os.environ.get("GNUPGHOME") or "~/.gnupg")
+    for entry in _entries(gnupg, [SCAN_MAX]):
+        if entry.name.startswith("S."):
+            named.append(entry.path)
     roots = [str(root).rstrip("/") + "/" for root in keep]
-    if real.startswith(("/tmp/", "/var/tmp/")) and not _inside(real, roots):
-        return args
-    with contextlib.suppress(OSError):  # gone: nothing to reach
-        if stat.S_ISSOCK(os.stat(real).st_mode):
-            args += ["--ro-bind", "/dev/null", real]
+    covered: set[str] = set()
+    for path in filter(None, named):
+        real = os.path.realpath(path)
+        if real in covered or (real.startswith(("/tmp/", "/var/tmp/")) and not _inside(real, roots)):
+            continue
+        with contextlib.suppress(OSError):  # gone: nothing to reach
+            if stat.S_ISSOCK(os.stat(real).st_mode):
+                args += ["--ro-bind", "/dev/null", real]
+                covered.add(real)
     return args
 
 
