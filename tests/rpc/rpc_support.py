@@ -51,6 +51,10 @@ def check_frame(frame: Mapping[str, Any]) -> None:
     assert not errors, f"{frame['command']} data does not match {spec['result']}: {errors[0].message}"
 
 
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")
+
+
 class CheckedClient(RpcClient):
     """An ``RpcClient`` that records every line the server writes and checks it against the bundle.
 
@@ -63,7 +67,11 @@ class CheckedClient(RpcClient):
     def _on_line(self, line: bytes) -> None:
         if not hasattr(self, "frames"):
             self.frames, self.mismatches = [], []
-        frame = json.loads(line)
+        try:  # as a peer's parser reads it (JSON.parse): NaN and Infinity are no JSON
+            frame = json.loads(line, parse_constant=_not_json)
+        except ValueError as exc:
+            self.mismatches.append(f"a frame that is no JSON ({exc}): {line[:2000]!r}")
+            frame = json.loads(line)
         self.frames.append(frame)
         try:
             check_frame(frame)

@@ -19,13 +19,12 @@ import asyncio
 import errno
 import functools
 import json
-import math
 import re
 import socket
 import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
@@ -36,6 +35,7 @@ from tether.ai.jsonish import as_dict, as_list, as_str
 from tether.ai.retry import RequestFailed, retry_after, status_retryable
 from tether.ai.shown_url import secrets_of, shown_url
 from tether.ai.types import ProviderRequest, StreamOptions
+from tether.wire.json_line import finite
 
 USER_AGENT = "tether"
 _HEADERS = {"content-type": "application/json", "accept": "text/event-stream", "user-agent": USER_AGENT}
@@ -71,7 +71,7 @@ circular-reference check: it notes every list and dict of the body in a dict and
 again, 15% of the encoding (P6: 730k -> 621k instructions a session), for bodies our builders
 make fresh and never circular. A body that does hold a cycle (in ``options.extra``, a hook's
 payload) recurses to the limit instead and is encoded again by ``_CHECKED``, which says what
-it said before. ``NaN`` and the infinities, which are no JSON, raise (``_finite``)."""
+it said before. ``NaN`` and the infinities, which are no JSON, raise (``finite``)."""
 _CHECKED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
@@ -92,25 +92,10 @@ def encode_request(request: HttpRequest) -> EncodedRequest:
     return EncodedRequest(request.url, request.headers, content)
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with ``NaN`` and the infinities as ``null``, as ``JSON.stringify`` (pi) writes
-    them: Python's encoder wrote them as ``NaN``/``Infinity``, which no JSON parser takes, and a
-    tool call whose arguments held one (a model may write ``NaN``, which jiter reads) was sent
-    again with every later request of the conversation, each refused by the provider (a 400, an
-    object's arguments in Anthropic's and Gemini's bodies)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in cast("dict[Any, Any]", value).items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in cast("list[Any]", value)]
-    return value
-
-
 def arguments_text(arguments: Any) -> str:
     """A replayed tool call's arguments as the string of JSON text Chat Completions and Responses
     carry them in (``json.dumps(..., ensure_ascii=False)``'s), ``NaN`` and the infinities as
-    ``null`` (``_finite``): servers that parse the string for a chat template (vLLM, llama.cpp,
+    ``null`` (``finite``): servers that parse the string for a chat template (vLLM, llama.cpp,
     Ollama) refused every later request of the conversation. The encoder is built once, not
     for each call of every request."""
     return _encoded(_ARGUMENTS, arguments)
@@ -121,11 +106,11 @@ _ARGUMENTS = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 def _encoded(encoder: json.JSONEncoder, value: Any) -> str:
     """``value`` as ``encoder`` (``allow_nan=False``) writes it, ``NaN`` and the infinities as
-    ``null`` (``_finite``): the cheap try first, the copy only for a value that holds one."""
+    ``null`` (``finite``): the cheap try first, the copy only for a value that holds one."""
     try:
         return encoder.encode(value)
     except ValueError:  # NaN or an infinity
-        return encoder.encode(_finite(value))
+        return encoder.encode(finite(value))
 
 
 async def send(

@@ -83,6 +83,6 @@ def encode_frame(frame: object) -> bytes:
     encoder called directly (its two calls are a tenth of a ``get_state``); a frame it cannot
     encode (a lone surrogate: no UTF-8 form) goes the way ``dumpb`` writes it (as U+FFFD)."""
     try:
-        return to_json(frame) + b"\n"
+        return to_json(frame, inf_nan_mode="null") + b"\n"
     except PydanticSerializationError:
         return dumpb(frame) + b"\n"

@@ -22,8 +22,9 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from tether.wire import AgentMessage, ModelInfo, dumpb
-from tether.wire.json_line import replace_lone_surrogates
+from tether.wire import AgentMessage, ModelInfo
+from tether.wire.codec import dumpb_fast
+from tether.wire.json_line import mended_json
 
 EntryType = Literal[
     "message",
@@ -171,24 +172,23 @@ def encode_entry(entry: EntryDict, *, many: bool = False) -> bytes:
     The standard library's encoder unless ``many``: a short run stores a handful of entries, and
     importing pydantic-core for them would cost more than all its encoding. ``many`` (a writer
     committing several sessions' appends at once: a service) takes pydantic-core's
-    (``tether.wire.dumpb``), which encodes a message entry in a quarter of the time and is
+    (``tether.wire.dumpb_fast``), which encodes a message entry in a quarter of the time and is
     imported once, by the writer's thread. The two write the same JSON but for how a float is
     spelled (``4e-05`` against ``0.00004``: the same number when read). Values JSON has no type
     for (a tool's ``details`` holding a set, bytes or a dataclass) are converted as ``dumpb``
     converts them.
 
-    A lone surrogate (a file name that is not UTF-8, read through ``os.fsdecode``; an MCP
-    server's or an extension's ``"\\ud800"``) has no UTF-8 form: it is stored as U+FFFD, as a
-    UTF-8 decoder reads bad bytes, instead of failing this append and every later one.
+    What JSON text cannot hold as it is goes the slow way (``mended_json``), instead of failing
+    this append and every later one: ``NaN`` and the infinities (a model's arguments) are stored
+    ``null``, as pi stores them (PostgreSQL refused them, and SQLite's were an export no import
+    took); a lone surrogate (a file name that is not UTF-8, read through ``os.fsdecode``; an MCP
+    server's or an extension's ``"\\ud800"``) is stored as U+FFFD, as a UTF-8 decoder reads bad
+    bytes.
     """
     try:
-        return dumpb(entry) if many else _ENCODER.encode(entry).encode()
-    except ValueError as exc:  # UnicodeEncodeError, or pydantic-core's error wrapping it
-        text = _ENCODER.encode(entry)
-        mended = replace_lone_surrogates(text)
-        if mended is text:
-            raise exc from None
-        return mended.encode()
+        return dumpb_fast(entry) if many else _ENCODER.encode(entry).encode()
+    except ValueError:  # UnicodeEncodeError; NaN (allow_nan=False); pydantic-core's error
+        return mended_json(entry, _ENCODER).encode()
 
 
 def _jsonable(value: object) -> object:
@@ -197,4 +197,4 @@ def _jsonable(value: object) -> object:
     return to_jsonable_python(value)
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_jsonable)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_jsonable)

@@ -14,7 +14,6 @@ and every message (``tether.wire``); errors name the line.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -28,7 +27,7 @@ from tether.store.entries import EntryDict, encode_entry
 from tether.store.store import SessionError, SessionRecord, StoredEntry
 from tether.store.tree import CorruptSessionError, Node
 from tether.wire import WireError, decode_message, dumps
-from tether.wire.json_line import load_line
+from tether.wire.json_line import finite, load_line
 
 FORMAT = "tether.session"
 VERSION = 1
@@ -146,6 +145,8 @@ def read_export(path: Path) -> SessionExport:
             if not isinstance(value, dict):
                 raise ImportFormatError(f"{where}: expected a JSON object")
             obj = cast(dict[str, Any], value)
+            if b"NaN" in line or b"Infinity" in line:  # an export of an older tether's: stored null
+                obj = cast(dict[str, Any], finite(obj))
             if header is None:
                 header = _check_header(obj, where)
                 continue
@@ -249,11 +250,11 @@ def _json_kind(kind: type) -> str:
 def check_storable(value: object, where: str) -> None:
     """Entries are stored as JSON text, which holds neither a value nested deeper than the
     encoder goes nor a lone surrogate (``"\\ud800"`` is valid JSON, not valid UTF-8), and their
-    numbers are summed and compared as 64-bit integers and finite floats (``1e999`` and ``NaN``
-    parse; an integer of 30 digits too). Such a line is refused here, by its number, rather
-    than by the store without one or each time the session is opened. The encoder itself, not
-    ``dumps``, which writes a lone surrogate as U+FFFD: an import refuses what it cannot keep
-    as it reads it."""
+    numbers are summed and compared as 64-bit integers (an integer of 30 digits parses). Such a
+    line is refused here, by its number, rather than by the store without one or each time the
+    session is opened. The encoder itself, not ``dumps``, which writes a lone surrogate as
+    U+FFFD: an import refuses what it cannot keep as it reads it. ``NaN`` and the infinities
+    are stored ``null``, as a session stores them."""
     try:
         to_json(value)
     except ValueError as err:
@@ -266,7 +267,5 @@ def check_storable(value: object, where: str) -> None:
             pending.extend(cast(dict[str, object], item).values())
         elif isinstance(item, list):
             pending.extend(cast(list[object], item))
-        elif isinstance(item, float) and not math.isfinite(item):
-            raise ImportFormatError(f"{where}: holds {item}, not a number tether can store")
         elif isinstance(item, int) and not -(2**63) <= item < 2**63:
             raise ImportFormatError(f"{where}: holds a number beyond 64 bits, which tether cannot store")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_args
 
 from tether.wire.errors import WireError, wire_error
-from tether.wire.json_line import replace_lone_surrogates
+from tether.wire.json_line import mended_json
 from tether.wire.messages import (
     AgentMessage,
     AssistantContent,
@@ -157,29 +157,39 @@ def dumps(value: object) -> str:
 
 
 def dumpb(value: object) -> bytes:
-    """Compact JSON bytes (UTF-8) of a wire value.
+    """Compact JSON bytes (UTF-8) of a wire value, ``NaN`` and the infinities as ``null`` (as
+    ``JSON.stringify`` writes them: they are no JSON).
 
-    A lone surrogate has no UTF-8 form; one in a string (a file name that is not UTF-8 read
-    through ``os.fsdecode`` by an extension's or an MCP server's tool, a ``"\\ud800"`` escape)
-    is written U+FFFD, as the store writes it and a UTF-8 decoder reads bad bytes, rather than
-    failing the event (``tether -p --mode json`` stopped writing at the first one)."""
+    pydantic-core's encoder first (``dumpb_fast``); what it cannot write goes the slow way
+    (``mended_json``): a lone surrogate in a string (a file name that is not UTF-8 read through
+    ``os.fsdecode`` by an extension's or an MCP server's tool, a ``"\\ud800"`` escape) is written
+    U+FFFD, as the store writes it and a UTF-8 decoder reads bad bytes, rather than failing the
+    event (``tether -p --mode json`` stopped writing at the first one)."""
     try:
-        return _to_json()(value)
+        return dumpb_fast(value)
     except ValueError:  # pydantic-core's PydanticSerializationError
-        from pydantic_core import to_jsonable_python
+        return mended_json(value, _fallback()).encode()
 
-        # The standard library's encoder writes the surrogates into text, where they can only
-        # be in strings; what JSON has no type for (a tool's result, a dataclass) is converted
-        # as pydantic-core converts it.
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=to_jsonable_python)
-        mended = replace_lone_surrogates(text)
-        if mended is text:
-            raise
-        return mended.encode()
+
+def dumpb_fast(value: object) -> bytes:
+    """``dumpb`` by pydantic-core's encoder alone: ``ValueError`` for a value holding a lone
+    surrogate."""
+    return _to_json()(value, inf_nan_mode="null")
 
 
 @cache
-def _to_json() -> Callable[[object], bytes]:
+def _fallback() -> json.JSONEncoder:
+    """The standard library's encoder for ``dumpb``: what JSON has no type for (a tool's result,
+    a dataclass) is converted as pydantic-core converts it."""
+    from pydantic_core import to_jsonable_python
+
+    return json.JSONEncoder(
+        ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=to_jsonable_python
+    )
+
+
+@cache
+def _to_json() -> Callable[..., bytes]:
     """pydantic-core's encoder, imported on the first call (an import statement in ``dumpb``
     would cost every call a trip through the import system, twice the encoding of a small value)."""
     from pydantic_core import to_json

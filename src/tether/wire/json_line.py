@@ -41,6 +41,36 @@ def replace_lone_surrogates(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+def finite(value: Any) -> Any:
+    """``value`` with ``NaN`` and the infinities as ``null``, as ``JSON.stringify`` (pi) writes
+    them: they are no JSON. A model may write ``NaN`` in a tool call's arguments (the stream's
+    parser reads it), and Python's encoder wrote it back as ``NaN``: each later request of the
+    conversation was refused by its provider (a 400), PostgreSQL refused the entry (and the
+    session stored nothing more), and an RPC client's ``JSON.parse`` refused the frame. A copy
+    of the containers on the way down; anything else is returned as it is."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in cast("dict[Any, Any]", value).items()}
+    if isinstance(value, list | tuple):
+        return [finite(item) for item in cast("list[Any]", value)]
+    return value
+
+
+def mended_json(value: object, encoder: json.JSONEncoder) -> str:
+    """The JSON text of ``value`` by ``encoder`` (one with ``allow_nan=False``), ``NaN`` and the
+    infinities as ``null`` (``finite``) and each lone surrogate as U+FFFD
+    (``replace_lone_surrogates``). The slow path of the writers of values from anywhere (a
+    model's arguments, a tool's details, an extension's data): failing, they failed the
+    session's append and every later one, or the event's frame. ``ValueError`` still for what
+    the encoder's ``default`` cannot convert."""
+    try:
+        text = encoder.encode(value)
+    except ValueError:  # NaN or an infinity (allow_nan=False); the same again for another reason
+        text = encoder.encode(finite(value))
+    return replace_lone_surrogates(text)
+
+
 def load_line(line: bytes | str) -> object:
     """The JSON value of ``line`` (a line, or a whole file's text); ``ValueError`` for anything
     that is not JSON (``json.JSONDecodeError``, with its position, for a syntax error)."""
