@@ -62,22 +62,25 @@ def sound_entries(
     record: SessionRecord, entries: list[StoredEntry], on_skip: Callable[[str], None]
 ) -> tuple[SessionRecord, list[tuple[EntryDict, bytes]]]:
     """The session's header and its entries for an export (each as a dict and as its payload),
-    without the entries whose stored row is no JSON object (changed outside tether), each told
-    to ``on_skip`` ("entry 'ID': payload is not JSON (...)"): copied as they were, the file was
-    one the import refused at that line, and the entries after it with it. An entry whose parent
-    was left out hangs from that parent's parent (the row's own column, intact), and so does the
-    leaf, so the file imports whole. A compaction whose kept part started at an entry left out
-    starts at that entry's nearest sound ancestor (one entry more kept, where pointing at nothing
-    kept none of them: the context starts at no entry it cannot find), or, with none, at the
-    first sound entry of its path after it (the nearest the compaction kept), and a branch
-    summary's ``fromId`` moves up the same way ("" for none, as it is stored); a label of an entry left out
-    stays as it is (moved, it would name another entry)."""
+    without the entries whose stored row is no JSON object (changed outside tether) or a session
+    header (``_STORED_HEADER``), each told to ``on_skip`` ("entry 'ID': payload is not JSON
+    (...)"): copied as they were, the file was one the import refused at that line, and the
+    entries after it with it. An entry whose parent was left out hangs from that parent's parent
+    (the row's own column, intact), and so does the leaf, so the file imports whole. A
+    compaction whose kept part started at an entry left out starts at that entry's nearest sound
+    ancestor (one entry more kept, where pointing at nothing kept none of them: the context
+    starts at no entry it cannot find), or, with none, at the first sound entry of its path
+    after it (the nearest the compaction kept), and a branch summary's ``fromId`` moves up the
+    same way ("" for none, as it is stored); a label of an entry left out stays as it is (moved,
+    it would name another entry)."""
     moved: dict[str, str | None] = {}
     parents: dict[str, str | None] = {}  # each sound entry's parent in the file
     kept: list[tuple[EntryDict, bytes]] = []
     for stored in entries:
         node = Node(*stored)
         try:
+            if stored.type == "session":
+                raise CorruptSessionError(f"entry {stored.id!r}: {_STORED_HEADER}")
             entry = node.entry
         except CorruptSessionError as exc:
             on_skip(str(exc))
@@ -103,6 +106,11 @@ def sound_entries(
     if record.leaf_id in moved:
         record = replace(record, leaf_id=moved[record.leaf_id])
     return record, kept
+
+
+_STORED_HEADER = "a session header stored as an entry (an older import's), left out"
+"""Why an export leaves out an entry of type ``session``: an older import took a second header
+in the file for an entry; written out, it is a line the import refuses (``read_export``)."""
 
 
 def _topmost(at: str | None, parents: dict[str, str | None]) -> str | None:
@@ -150,6 +158,8 @@ def read_export(path: Path) -> SessionExport:
             if header is None:
                 header = _check_header(obj, where)
                 continue
+            if obj.get("type") == "session":
+                raise ImportFormatError(f"{where}: a second session header, not an entry")
             entries.append(_check_entry(obj, where, seen))
     if header is None:
         raise ImportFormatError(f"{path.name}: empty file, expected a session header")
