@@ -7,7 +7,9 @@ from typing import Any, cast
 import pytest
 
 from session_helpers import MODEL, assistant, call, result, text, user
+from tether.agent import Agent
 from tether.session import (
+    AgentSession,
     CompactionError,
     CompactionSettings,
     Session,
@@ -229,3 +231,28 @@ async def test_a_compaction_lists_the_files_read_and_changed_as_pi_does(manager:
     s.append_message(assistant(text("done " + WORDS)))
     second = await compact(s, MODEL, scripted("S2"), settings=settings)
     assert second.details == {"readFiles": ["a.py"], "modifiedFiles": ["b.py", "c.py"]}
+
+
+async def test_after_a_compaction_the_context_counts_no_reply_it_kept(manager: SessionManager) -> None:
+    """A reply the compaction kept reported the context before it (70% of the window): until a
+    reply after the compaction reports, the context is estimated, kept replies too, by their
+    place after the summary. The status line showed the old 70% (``stats``)."""
+    s = manager.create("/p", model=MODEL)
+    for i in range(8):
+        s.append_message(user(f"question {i}: {WORDS}"))
+        s.append_message(assistant(text(f"answer {i}: {WORDS}"), tokens=70_000))
+    await compact(s, MODEL, scripted("SUMMARY"), settings=CompactionSettings(keep_recent_tokens=1_000))
+    assert s.messages[-1]["role"] == "assistant"  # kept, with its usage of 70,000
+    estimated = sum(estimate_tokens(m) for m in s.messages)
+    assert s.context.tokens.total == estimated < 5_000
+    core = AgentSession(Agent(model=MODEL, stream_fn=scripted()), s)
+    assert core.stats().context_tokens == estimated
+    s.append_message(user("more"))
+    assert s.context.tokens.total == estimated + estimate_tokens(user("more"))
+    s.close()
+    reopened = manager.open(s.id)
+    assert reopened.context.tokens.total == estimated + estimate_tokens(user("more"))
+    reopened.append_message(assistant(text("after"), tokens=3_000))
+    assert reopened.context.tokens.total == 3_000
+    await core.close()
+    reopened.close()

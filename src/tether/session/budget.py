@@ -41,10 +41,13 @@ def estimate_tokens(message: AgentMessage) -> int:
     return (sum(map(len, filter(None, texts))) + 3) // 4 + texts.count(None) * IMAGE_TOKENS
 
 
-def context_tokens(messages: Sequence[AgentMessage]) -> int:
+def context_tokens(messages: Sequence[AgentMessage], compacted: int = 0) -> int:
     """Tokens of ``messages`` as the provider counts them: the newest assistant usage plus
-    estimates of what came after it (estimates only when no reply reported usage)."""
-    return TokenCount.of(messages).total
+    estimates of what came after it (estimates only when no reply reported usage). The first
+    ``compacted`` messages (a compaction's summary and what it kept: ``SessionContext``) are
+    estimated whatever they report: a kept reply's usage measured the context before the
+    compaction."""
+    return TokenCount.of(messages, compacted).total
 
 
 def reported_tokens(message: AgentMessage) -> int:
@@ -75,9 +78,10 @@ class TokenCount:
     """Estimates of the messages after that reply (of all of them, when none reported)."""
 
     @classmethod
-    def of(cls, messages: Sequence[AgentMessage]) -> TokenCount:
-        """The count of ``messages``, estimating only those after the newest reported usage."""
-        for i in range(len(messages) - 1, -1, -1):
+    def of(cls, messages: Sequence[AgentMessage], compacted: int = 0) -> TokenCount:
+        """The count of ``messages``, estimating only those after the newest reported usage, and
+        the first ``compacted`` whatever they report (``context_tokens``)."""
+        for i in range(len(messages) - 1, compacted - 1, -1):
             reported = reported_tokens(messages[i])
             if reported:
                 return cls(reported, sum(estimate_tokens(x) for x in messages[i + 1 :]))

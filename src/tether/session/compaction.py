@@ -26,7 +26,6 @@ from tether.ai.abort import AbortSignal
 from tether.ai.types import Context, SimpleStreamOptions, StreamFn
 from tether.session.budget import (
     CompactionSettings,
-    context_tokens,
     estimate_tokens,
     message_texts,
 )
@@ -269,10 +268,10 @@ async def compact(
     plan = _plan(path, settings.keep_recent_tokens)
     if not plan.to_summarise:
         raise NothingToCompactError(
-            f"nothing to compact yet: the conversation ({context_tokens(session.messages)} tokens) lies "
+            f"nothing to compact yet: the conversation ({session.context.tokens.total} tokens) lies "
             f"within the {settings.keep_recent_tokens} most recent tokens compaction always keeps"
         )
-    tokens_before = context_tokens(session.messages)
+    tokens_before = session.context.tokens.total
     options = SimpleStreamOptions(signal=signal, session_id=session.id)
     summary, usage = await _summary_reply(
         plan.to_summarise, model, stream_fn, plan.previous_summary, instructions, options

@@ -52,6 +52,11 @@ class SessionContext:
     the run's own level applies, as if none were stored."""
     service_tier: str | None = None
     system_prompt: str | None = None
+    compacted: int = 0
+    """How many of ``messages`` the newest compaction left: its summary and the part it kept.
+    By place, not time (a kept reply's clock may be anyone's): their usage measured the context
+    before the compaction (a kept reply reported the old 70% until the next one), so ``tokens``
+    estimates them."""
     tokens: TokenCount = field(default_factory=TokenCount)
     """``context_tokens`` of ``messages``, kept as they are added (``build_context`` counts them)."""
 
@@ -119,9 +124,10 @@ def build_context(path: Sequence[Node]) -> SessionContext:
                 start = i
                 break
     _add_messages(ctx, path[start:compaction_at])
+    ctx.compacted = len(ctx.messages)
     _add_messages(ctx, path[compaction_at + 1 :])
     _apply_edits(ctx, path[start:])
-    ctx.tokens = TokenCount.of(ctx.messages)
+    ctx.tokens = TokenCount.of(ctx.messages, ctx.compacted)
     return ctx
 
 
@@ -146,7 +152,8 @@ def _apply_edits(ctx: SessionContext, nodes: Sequence[Node]) -> None:
         return
     messages: list[AgentMessage] = []
     entry_ids: list[str] = []
-    for message, entry_id in zip(ctx.messages, ctx.entry_ids, strict=True):
+    compacted = 0
+    for i, (message, entry_id) in enumerate(zip(ctx.messages, ctx.entry_ids, strict=True)):
         if entry_id in edits:
             replacement = edits[entry_id]
             if replacement is None:
@@ -154,7 +161,8 @@ def _apply_edits(ctx: SessionContext, nodes: Sequence[Node]) -> None:
             message = _replaced(message, replacement)
         messages.append(message)
         entry_ids.append(entry_id)
-    ctx.messages, ctx.entry_ids = messages, entry_ids
+        compacted += i < ctx.compacted
+    ctx.messages, ctx.entry_ids, ctx.compacted = messages, entry_ids, compacted
 
 
 def _replaced(message: AgentMessage, replacement: object) -> AgentMessage:

@@ -464,6 +464,7 @@ class SessionOperations(CoreState):
             session_file=self.session_file,
             title=session.title if session is not None else None,
             tally=self._tally,
+            compacted=session.context.compacted if session is not None else 0,
         )
 
 

@@ -93,9 +93,11 @@ def conversation_stats(
     session_file: str | None = None,
     title: str | None = None,
     tally: Tally | None = None,
+    compacted: int = 0,
 ) -> Stats:
     """The numbers ``/session`` and the status line show. ``tally``: the totals kept for this
-    list so far (updated here), so only new messages are counted."""
+    list so far (updated here), so only new messages are counted; ``compacted``: how many of
+    ``messages`` the newest compaction left (``SessionContext.compacted``)."""
     totals = (tally or Tally()).update(messages)
     return Stats(
         session_id=session_id,
@@ -110,7 +112,7 @@ def conversation_stats(
         cache_read_tokens=totals.tokens["cacheRead"],
         cache_write_tokens=totals.tokens["cacheWrite"],
         cost=totals.cost,
-        context_tokens=context_tokens(messages),
+        context_tokens=context_tokens(messages, compacted),
         context_window=model.get("contextWindow") if model is not None else None,
     )
 
