@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from cli_support import CliEnv, text_reply, tool_reply
 from test_cli_interactive_tmux import Terminal
+from tmux_support import NAP, input_line, started, status_line
 
 pytestmark = [
     pytest.mark.subprocess,
@@ -200,6 +201,43 @@ def test_extension_messages_are_shown_and_a_switch_can_be_cancelled(cli: CliEnv)
         assert "new session" not in screen.split("Leave this conversation?")[-1].replace(
             "for a new session", ""
         )
+        terminal.send("C-d")
+    finally:
+        terminal.close()
+
+
+NAPPER = """
+def setup(api):
+    @api.command("nap")
+    def nap(args, ctx):
+        api.send_user_message("take a nap")
+"""
+
+
+def test_a_run_an_extension_started_is_shown_working_steered_and_aborted(cli: CliEnv) -> None:
+    """The screen followed only the runs it started itself: an extension's (``send_user_message``
+    from its command, which starts once the command ended) went on with no "● working", Enter
+    started another prompt instead of steering it, and Esc did not abort it."""
+    extension = cli.home / "napper.py"
+    extension.write_text(NAPPER)
+    script = cli.script(
+        "chat", [tool_reply("bash", {"command": NAP}), text_reply("this answer is never reached")]
+    )
+    env = cli.env(TETHER_SCRIPTED=str(script), TERM="xterm-256color")
+    command = [sys.executable, "-m", "tether.cli", "-y", "--no-session", "-e", str(extension)]
+    terminal = Terminal(command, str(cli.project), env)
+    try:
+        terminal.wait_for(started)
+        terminal.type("/nap")
+        terminal.send("Enter")
+        terminal.wait_for(lambda s: "● working" in status_line(s) and f"bash command={NAP}" in s)
+        terminal.type("hurry up")
+        terminal.send("Enter")
+        terminal.wait_for("steer: hurry up")
+        terminal.send("Escape")
+        screen = terminal.wait_for(lambda s: "Aborted" in s and input_line(s) == "› hurry up")
+        assert "this answer is never reached" not in screen
+        terminal.wait_for(lambda s: status_line(s) != "" and "● working" not in status_line(s))
         terminal.send("C-d")
     finally:
         terminal.close()

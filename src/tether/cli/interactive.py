@@ -386,7 +386,13 @@ class InteractiveApp:
 
     @property
     def busy(self) -> bool:
-        return self._task is not None and not self._task.done()
+        """A prompt, shell input or command of this screen runs, or a run started elsewhere (an
+        extension's ``send_user_message``, its command's turn): "● working" shows, Esc aborts
+        and Enter steers whichever started it. Only the screen's own were: an extension's run
+        went on unseen, Enter started another prompt and Esc did nothing."""
+        if self._task is not None and not self._task.done():
+            return True
+        return self._core is not None and self._core.is_running
 
     @property
     def asking(self) -> bool:
@@ -507,6 +513,8 @@ class InteractiveApp:
         elif kind == "compaction_end":
             self._compaction_reports += 1
             self.say(render.item(render.compaction_report, event))
+        elif kind == "agent_start" and self._core is not None:  # any run's, an extension's too:
+            self._side_task(self._core.wait_for_idle())  # drawn idle once it settled
         elif kind == "notice":
             self.say(render.note(str(event["message"]), "warning"))
         elif kind in ("agent_end", "turn_end") and self._core is not None:
