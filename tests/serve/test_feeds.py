@@ -217,12 +217,13 @@ async def test_appends_that_continue_from_the_leaf_are_passed_on_without_reading
         store.close()
 
 
-async def test_a_sqlite_file_deleted_under_the_server_is_said_to_followers_and_logged_once(
+async def test_a_sqlite_file_deleted_under_the_server_is_said_to_followers_and_readers_and_logged_once(
     project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The server goes on reading the unlinked file: its followers heard nothing, ever again.
-    They get an ``error`` event naming the file, new followers a 500 saying the same, and stderr
-    has the line once however many followers and reloads meet it."""
+    """The server goes on reading the unlinked file: its followers heard nothing, ever again,
+    and its readers got the sessions as they were. Followers get an ``error`` event naming the
+    file, new followers and readers a 500 saying the same, and stderr has the line once however
+    many followers, reads and reloads meet it."""
     script = write_script(tmp_path / "s.json", [text("ok")])
     async with serving(project, script) as served, served.client() as client:
         session_id = (await client.post("/api/sessions", json={"message": "one"})).json()["sessionId"]
@@ -248,9 +249,12 @@ async def test_a_sqlite_file_deleted_under_the_server_is_said_to_followers_and_l
             assert events[-1][1] == "error"
             assert json.loads(events[-1][2])["error"].startswith(gone)
         for _ in range(3):  # a page that comes back, or reloads
-            answer = await client.get(f"/api/sessions/{session_id}/events")
-            assert answer.status_code == 500
-            assert answer.json()["error"].startswith(gone)
+            for path in ("events", "", "tree", "html", "state"):
+                answer = await client.get(f"/api/sessions/{session_id}/{path}".rstrip("/"))
+                assert answer.status_code == 500, path
+                assert answer.json()["error"].startswith(gone), path
+            answer = await client.get("/api/sessions")
+            assert (answer.status_code, answer.json()["error"][: len(gone)]) == (500, gone)
     err = capsys.readouterr().err
     said = [line for line in err.splitlines() if gone in line]
     assert len(said) == 1, err

@@ -36,7 +36,7 @@ from tether.serve.feeds import SUBSCRIBER_BUFFER, Feeds, Subscriber, entry_chunk
 from tether.serve.hub import SessionHub
 from tether.serve.openapi import openapi_document
 from tether.serve.runs_api import RunsApi
-from tether.serve.tree_api import TreeApi, stored_entries, stored_session
+from tether.serve.tree_api import TreeApi, present_then, stored_entries, stored_session
 from tether.session.events import QueueSnapshot
 from tether.session.html_page import render_session_page, session_meta
 from tether.session.workspace import FolderGoneError, FolderOutsideError
@@ -266,7 +266,7 @@ class _Api:
     async def list_sessions(self, request: Request) -> Response:
         query = (request.query_params.get("q") or "").strip().lower()
         limit = _int_param(request, "limit", 100, 1, 1000)
-        records = await asyncio.to_thread(self.store.list_sessions)
+        records = await asyncio.to_thread(present_then, self.store, self.store.list_sessions)
         found = [r for r in records if not query or query in _haystack(r)]
         return JSONResponse({"sessions": [_record(r) for r in found[:limit]], "total": len(found)})
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
@@ -33,6 +34,8 @@ from tether.store import SessionLockedError, SessionNotFoundError
 from tether.store.entries import EntryDict
 from tether.store.store import SessionRecord, SessionStore
 
+T = TypeVar("T")
+
 
 class EntryBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -46,10 +49,20 @@ async def stored_session(
     """The session's row and (with ``entries``) its entries, parsed; a bad entry is skipped,
     never fatal to the rest. ``ApiError`` 404 when there is no such session."""
     try:
-        record = await asyncio.to_thread(store.get_session, session_id)
+        record = await asyncio.to_thread(present_then, store, store.get_session, session_id)
         return record, await stored_entries(store, session_id) if entries else []
     except SessionNotFoundError:
         raise ApiError(404, f"no session {echoed(session_id)}") from None
+
+
+def present_then(store: SessionStore, read: Callable[..., T], *args: Any) -> T:
+    """(In a worker thread.) ``read(*args)``, once the store's file is known to be where it was
+    opened (``SessionStore.check_present``: a ``stat``): a SQLite file deleted under the server
+    went on being read unlinked, its sessions as they were when it went, while what other
+    processes wrote since went to a new file at its path. Now ``SessionDatabaseError``: a 500
+    naming the file (``app._setup_error``, said once on stderr)."""
+    store.check_present()
+    return read(*args)
 
 
 async def stored_entries(store: SessionStore, session_id: str) -> list[EntryDict]:
