@@ -272,6 +272,27 @@ async def test_mcp_entries_the_sdk_cannot_read_are_said_and_the_session_is_made(
         assert stderr[0].count(line) == 2  # session/new, session/load
 
 
+async def test_an_editors_meta_cannot_stand_in_for_a_methods_own_arguments(acp_env: AcpEnv) -> None:
+    """The SDK passes each key of a request's ``_meta`` to the method as an argument, over the
+    validated ones: ``{"cwd": 5}`` was an internal error, and a ``cwd`` there replaced the one
+    checked. tether reads nothing of it: the requests are carried out as if it were not there."""
+    project = str(acp_env.project)
+    metas: list[dict[str, object]] = [
+        {"cwd": 5},
+        {"cwd": "/"},
+        {"mcp_servers": "x"},
+        {"self": 1},
+        {"zed.dev/x": 1},
+    ]
+    async with initialized(acp_env, "hi") as (agent, _):
+        for request_id, meta in enumerate(metas, start=2):
+            params: dict[str, object] = {"cwd": project, "mcpServers": [], "_meta": meta}
+            created = await agent.ask(request(request_id, "session/new", params))
+            assert created["result"]["sessionId"], (meta, created)
+        listed = await agent.ask(request(9, "session/list", {"_meta": {"cwd": 5}}))
+        assert {s["cwd"] for s in listed["result"]["sessions"]} <= {project}, listed
+
+
 @pytest.mark.parametrize("depth", [100_000, 5_000])
 async def test_deeply_nested_json_gets_one_error_and_the_agent_stays_up(acp_env: AcpEnv, depth: int) -> None:
     """Issue 14, class 7: JSON nested too deep for Python's parser is one parse error (with the

@@ -273,6 +273,7 @@ class JsonRpcStdio:
                 if wrong is not None:
                     self._error(fields["id"], INVALID_PARAMS, "Invalid params", wrong)
                     return None
+            _drop_meta(fields)
             if notes := unread_entries(fields):
                 for note in notes:
                     logger.warning("%s", note)
@@ -440,6 +441,16 @@ def message_problem(message: object) -> str | None:
     if "id" in fields and ("result" in fields or "error" in fields):
         return None
     return 'neither a request ("method") nor a response ("id" with "result" or "error")'
+
+
+def _drop_meta(message: dict[str, Any]) -> None:
+    """Take the ``_meta`` out of a request's or notification's params. The SDK passes each of
+    its keys to the method as an argument of its own, over the validated ones: ``_meta:
+    {"cwd": 5}`` replaced the ``cwd`` (an internal error, and a ``cwd`` no check had seen),
+    ``{"self": 1}`` failed the call. tether reads nothing of an editor's ``_meta``."""
+    params = message.get("params")
+    if "method" in message and isinstance(params, dict):
+        cast(dict[str, Any], params).pop("_meta", None)
 
 
 def _session_of(message: dict[str, Any]) -> str | None:
