@@ -166,7 +166,7 @@ async def run_semantic_floor(
             if last is None:
                 writer.submit(("session", session_id))
             now = time.time_ns() // 1_000_000
-            entry_id = new_id(last)
+            entry_id = new_id(last, now)  # one clock read, as tether
             entry = {"type": "message", "id": entry_id, "parentId": last, "timestamp": now,
                      "message": event["message"]}  # fmt: skip
             writer.submit(("entry", session_id, entry))

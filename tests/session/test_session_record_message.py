@@ -6,10 +6,15 @@ so a change made to one path alone fails here."""
 from __future__ import annotations
 
 import copy
+import itertools
+import time
 from typing import Any
+
+import pytest
 
 from session_helpers import MODEL, assistant, call, result, text, user
 from tether.session import Session, SessionManager
+from tether.store.ids import timestamp_ms
 from tether.wire import AgentMessage
 
 
@@ -71,3 +76,25 @@ def test_recording_a_message_leaves_what_appending_it_leaves(manager: SessionMan
     assert _state(reopened[0]) == _state(reopened[1])
     for session in reopened:
         session.close()
+
+
+def test_an_entrys_id_holds_its_timestamp_on_both_paths(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clock is read once an entry: its id encodes the millisecond its ``timestamp`` says,
+    on the general path (settings, a direct append) and on ``record_message``'s. Read twice, a
+    clock that moves between the reads gave the id another time than the entry."""
+    real = time.time_ns
+    ticks = itertools.count(1)
+    monkeypatch.setattr(time, "time_ns", lambda: real() + next(ticks) * 1_000_000)  # a ms a read
+    session = manager.create("/p", model=MODEL, deferred=True)
+    session.set_system_prompt("be brief")
+    session.append_message(user("stored before the run"))
+    session.defer_writes()
+    for message in _messages():
+        session.record_message(message, checked=True)
+    session.flush_writes()
+    entries = session.entries()
+    assert len(entries) == 8  # model, thinking level, prompt, 1 + 5 messages
+    assert [timestamp_ms(e["id"]) for e in entries] == [e["timestamp"] for e in entries]
+    session.close()

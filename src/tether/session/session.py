@@ -360,7 +360,7 @@ class Session:
             self._raise_failed_write()  # a later entry must not hang off one that was not written
         parent = self._uncounted_leaf if self._uncounted else self._record.leaf_id
         timestamp = time.time_ns() // 1_000_000
-        entry_id = self._newest_id = new_id(self._newest_id)
+        entry_id = self._newest_id = new_id(self._newest_id, timestamp)  # the entry's own ms
         entry = {
             "type": "message",
             "id": entry_id,
@@ -565,7 +565,8 @@ class Session:
         entries: list[EntryDict] = []
         for partial in partials:
             if next_id is None:
-                entry_id = self._newest_id = new_id(self._newest_id)  # above its floor: the newest
+                # above its floor (the newest), of the entries' time: the clock read once
+                entry_id = self._newest_id = new_id(self._newest_id, timestamp)
             else:
                 entry_id = next_id()
                 self._newest_id = max(entry_id, self._newest_id or entry_id)

@@ -82,12 +82,14 @@ class IdGenerator:
         self._last_text = ""
         self._lock = threading.Lock()
 
-    def new(self, floor: str | None = None) -> str:
+    def new(self, floor: str | None = None, now_ms: int | None = None) -> str:
         """A fresh id, greater than every id this generator made and than ``floor``.
 
-        A ``floor`` that is not an id of ours (imported from elsewhere) is ignored.
+        A ``floor`` that is not an id of ours (imported from elsewhere) is ignored. ``now_ms``:
+        the time the caller read for the entry the id is for (its ``timestamp``), so the id holds
+        the same millisecond and the clock is read once; default: the clock now.
         """
-        now = self._clock_ns() // 1_000_000
+        now = self._clock_ns() // 1_000_000 if now_ms is None else now_ms
         with self._lock:
             last = self._last
             # Ids sort as text, so a floor not above the last id cannot raise it: the usual case
@@ -123,6 +125,7 @@ def _random_start() -> int:
 _GENERATOR = IdGenerator()
 
 
-def new_id(floor: str | None = None) -> str:
-    """A fresh process-wide monotonic id (optionally greater than ``floor``)."""
-    return _GENERATOR.new(floor)
+def new_id(floor: str | None = None, now_ms: int | None = None) -> str:
+    """A fresh process-wide monotonic id (optionally greater than ``floor``; ``now_ms``: see
+    ``IdGenerator.new``)."""
+    return _GENERATOR.new(floor, now_ms)
