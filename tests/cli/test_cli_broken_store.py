@@ -212,12 +212,11 @@ def _a_session_whose_prompt_is_no_json(cli: CliEnv) -> tuple[str, str]:
     return session_id, entry_id
 
 
-@pytest.mark.parametrize("args", [("-p", "more", "--continue"), ("--export",)])
-def test_an_entry_whose_row_is_no_json_is_one_line_naming_it(cli: CliEnv, args: tuple[str, ...]) -> None:
+def test_an_entry_whose_row_is_no_json_is_one_line_naming_it(cli: CliEnv) -> None:
     """A row changed outside tether (a hand edit in sqlite3, a bad block inside a record) whose
     payload is no JSON: jiter's ValueError ended the run with a traceback."""
-    session_id, entry_id = _a_session_whose_prompt_is_no_json(cli)
-    done = cli.run(*args, *([session_id, str(cli.project / "s.html")] if args == ("--export",) else []))
+    _, entry_id = _a_session_whose_prompt_is_no_json(cli)
+    done = cli.run("-p", "more", "--continue")
     assert done.returncode == 1
     assert one_line(done.stderr).endswith(
         f"entry '{entry_id}': payload is not JSON (key must be a string at line 1 column 2)"
@@ -265,6 +264,23 @@ def test_following_a_session_skips_an_entry_whose_row_is_no_json(cli: CliEnv) ->
     _, err = follower.communicate(timeout=30)
     assert "Traceback" not in err and any("assistant: hello" in line for line in lines), err
     assert f"tether: entry '{entry_id}': payload is not JSON (" in err and "; skipped\n" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--export", "{id}", "s.html"), ("sessions", "export", "{id}", "--format", "html", "-o", "s.html")],
+)
+def test_the_html_export_leaves_out_an_entry_whose_row_is_no_json(cli: CliEnv, args: tuple[str, ...]) -> None:
+    """As the JSONL and pi exports do: the row is one line and the rest of the session is
+    written. The page's export opened the session, and ended at the row with that line, no page
+    written."""
+    session_id, entry_id = _a_session_whose_prompt_is_no_json(cli)
+    done = cli.run(*(arg.format(id=session_id) for arg in args))
+    assert done.returncode == 0, done.stderr
+    assert one_line(done.stderr).startswith(f"tether: entry '{entry_id}': payload is not JSON (")
+    assert done.stderr.endswith("; skipped\n")
+    page = (cli.project / "s.html").read_text()
+    assert "hello" in page and entry_id not in page
 
 
 @pytest.mark.parametrize("kind", ["tether", "pi"])

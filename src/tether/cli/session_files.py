@@ -108,7 +108,7 @@ def export_html(source: str, output: str | None, *, command: str = "--export") -
 
     from tether.ai.paths import config_dir
     from tether.session import SessionManager
-    from tether.session.export_html import page_colours, write_html
+    from tether.session.export_html import page_colours, write_stored_html
     from tether.session.pi_files import import_pi_session, session_file_kind
     from tether.session.settings import load_settings
     from tether.store import SessionError
@@ -125,7 +125,7 @@ def export_html(source: str, output: str | None, *, command: str = "--export") -
             if path.exists() or "/" in source or source.endswith(".jsonl"):
                 raise ValueError(_not_a_file(path))
             with SessionManager() as sessions:  # a stored session's id
-                write_html(out, sessions.open(source, readonly=True), colours=colours, dark=dark)
+                write_stored_html(out, sessions, source, say_skipped, colours=colours, dark=dark)
         else:
             kind = session_file_kind(path)
             if kind is None:
@@ -143,7 +143,7 @@ def export_html(source: str, output: str | None, *, command: str = "--export") -
                     )
                 finally:
                     sys.stderr.writelines(f"note: {problem}\n" for problem in problems)
-                write_html(out, sessions.open(record.id, readonly=True), colours=colours, dark=dark)
+                write_stored_html(out, sessions, record.id, say_skipped, colours=colours, dark=dark)
     except (SessionError, OSError, ValueError) as exc:
         sys.stderr.write(f"tether: {command} {source}: {exc}\n")
         return 1

@@ -11,12 +11,19 @@ colour values to put on a page: with them the page keeps its own light palette.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tether.session import Session
 from tether.session.html_page import render_session_page, session_meta
 from tether.session.theme_files import ThemeError, ThemeFile, css_colour, find_theme_file, read_theme_file
 from tether.store.jsonl import write_lines
 from tether.wire.json_line import replace_lone_surrogates
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tether.session import SessionManager
+    from tether.store import EntryDict, SessionRecord
 
 BUILT_IN_THEMES = frozenset({"dark", "light", "system"})
 
@@ -48,10 +55,37 @@ def write_html(
     an error names ``path``), in
     ``colours`` (``page_colours``); returns ``path``. A fixed ``path.html.tmp`` sent the page into
     the file a link planted there pointed to, and a failure named that ``.tmp``."""
-    record, entries = session.record, session.entries()
-    title = session.title or f"tether session {session.id}"
+    return _write(path, session.record, session.entries(), session.leaf_id, colours, dark)
+
+
+def write_stored_html(
+    path: Path,
+    sessions: SessionManager,
+    session_id: str,
+    on_skip: Callable[[str], None],
+    *,
+    colours: dict[str, str] | None = None,
+    dark: bool = False,
+) -> Path:
+    """``write_html`` for a stored session, with the entries its JSONL and pi exports write
+    (``SessionManager.sound_entries``): a row damaged outside tether is left out and told to
+    ``on_skip``, the rest written. Opened as a session, such a row ended the page's export with
+    that line, where the other formats wrote everything else."""
+    record, kept = sessions.sound_entries(session_id, on_skip)
+    return _write(path, record, [entry for entry, _ in kept], record.leaf_id, colours, dark)
+
+
+def _write(
+    path: Path,
+    record: SessionRecord,
+    entries: list[EntryDict],
+    leaf_id: str | None,
+    colours: dict[str, str] | None,
+    dark: bool,
+) -> Path:
+    title = record.title or f"tether session {record.id}"
     meta = session_meta(record.id, record.cwd, record.created, entries)
-    page = render_session_page(entries, session.leaf_id, title=title, meta=meta, colours=colours, dark=dark)
+    page = render_session_page(entries, leaf_id, title=title, meta=meta, colours=colours, dark=dark)
     # A live session's messages may hold a lone surrogate (half an emoji a model's stream cut in
     # two) that its stored form has as U+FFFD already: UTF-8 has no form for it, and the export
     # raised UnicodeEncodeError.
