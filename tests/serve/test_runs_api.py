@@ -17,6 +17,7 @@ from tether.durable.workflow import Runtime
 from tether.serve.auth import Tokens
 from tether.session import SessionManager
 from tether.store.sqlite_store import SQLiteStore
+from tether.testing.postgres import PostgresServer, postgres_server
 
 
 @pytest.fixture
@@ -143,3 +144,22 @@ async def test_a_submit_reads_the_session_row_once(
         assert reads == [session.id]
         missing = await client.post("/api/runs", json={"sessionId": "nope", "message": "go"})
     assert (missing.status_code, missing.json()) == (404, {"error": "sessionId: no session 'nope'"})
+
+
+async def test_the_runs_of_a_database_that_stopped_answering_are_a_503(
+    project: Path, tmp_path: Path, postgres: PostgresServer
+) -> None:
+    """A server frozen (SIGSTOP: its kernel still acknowledges) held each request for ever."""
+    script = write_script(tmp_path / "s.json", [text("ok")])
+    with postgres_server(postgres.bin_dir) as frozen:
+        config = DurableConfig(system_database=frozen.url(), answer_wait_seconds=1)
+        frozen.freeze()
+        async with serving(project, script, durable=config) as served, served.client() as client:
+            listed = await client.get("/api/runs")
+            cancelled = await client.post("/api/runs/r1/cancel")
+    silent = f"durable database {frozen.url()} did not answer within 1 s"
+    assert (listed.status_code, listed.json()) == (503, {"error": silent})
+    assert (cancelled.status_code, cancelled.json()) == (
+        503,
+        {"error": f"{silent}: the cancel may still take effect"},
+    )

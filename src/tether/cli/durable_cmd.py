@@ -132,19 +132,23 @@ def submit_run(
     """Enqueue a run; with ``follow``, print its events as they happen and wait for its end."""
     config = durable_config(durable_database)
 
-    from tether.durable.client import DurableClient, SubmitError
+    from tether.durable.client import DurableClient, SubmitError, answer
 
     logging.getLogger("dbos").setLevel(logging.CRITICAL)  # its errors reach the user as SubmitError
 
+    where = partial(_workspace, session_id)  # given the row submit reads, after the client's start
     try:
+        run_id = answer(
+            config,
+            lambda client: client.submit(session_id, prompt, key=key, timeout=timeout, cwd=where),
+            effect="the submit",
+        )
+        if not follow:
+            out.write(run_id + "\n")
+            return 0
+        err.write(f"run {run_id}\n")
+        err.flush()
         with DurableClient(config) as client:
-            where = partial(_workspace, session_id)  # given the row submit reads, after the client's start
-            run_id = client.submit(session_id, prompt, key=key, timeout=timeout, cwd=where)
-            if not follow:
-                out.write(run_id + "\n")
-                return 0
-            err.write(f"run {run_id}\n")
-            err.flush()
             return asyncio.run(_follow(client, run_id, as_json, out, err, config))
     except SubmitError as exc:
         raise DurableCommandError(str(exc)) from None

@@ -22,6 +22,8 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 _MAX_AGE = 10_000 * 365.25 * 86400
+EFFECTS = {"cancel": "the cancel", "resume": "the resume", "retry": "the retry", "prune": "the prune"}
+"""What each changing action does, said to maybe still take effect when the database is silent."""
 
 
 def parse_age(text: str, flag: str) -> float:
@@ -47,7 +49,7 @@ def run_command(
     import logging
 
     from tether.durable import runs
-    from tether.durable.client import DurableClient, SubmitError
+    from tether.durable.client import SubmitError, answer
 
     config = durable_config(durable_database)
     logging.getLogger("dbos").setLevel(logging.CRITICAL)  # its errors reach the user as one line
@@ -64,8 +66,8 @@ def run_command(
         "prune": lambda c: runs.prune(c, days),
     }
     try:
-        with DurableClient(config) as client:
-            answer = actions[action](client)
+        # a database that stops answering is waited for config.answer_wait_seconds, not for ever
+        result = answer(config, actions[action], effect=EFFECTS.get(action, ""))
     except (SubmitError, runs.RunNotFoundError, ValueError) as exc:
         raise DurableCommandError(str(exc)) from None
     except Exception as exc:
@@ -76,9 +78,9 @@ def run_command(
             f"durable database {shown(config.system_database)}: {first_line(exc)}"
         ) from None
     if as_json:
-        out.write(json.dumps(_plain(answer), ensure_ascii=False) + "\n")
+        out.write(json.dumps(_plain(result), ensure_ascii=False) + "\n")
     else:
-        _print(action, answer, out)
+        _print(action, result, out)
     return 0
 
 

@@ -7,9 +7,13 @@ writes it, from whichever worker runs it (and from the one that recovers it afte
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable
-from typing import Any, cast
+from concurrent.futures import Future, wait
+from typing import Any, TypeVar, cast
 
+import sqlalchemy as sa
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
 from tether.durable.config import EVENTS, QUEUE, WORKFLOW, DurableConfig, first_line
@@ -21,6 +25,23 @@ from tether.store.paths import redact
 
 KEY_PREFIX = "key-"
 """The id of a run submitted with a key: this plus the key."""
+CONNECT_TIMEOUT = 5
+"""Seconds a client's connection attempt waits, unless its URL says (a server that stopped
+answering held ``tether runs`` at its connect for ever)."""
+KEEPALIVES = {
+    "keepalives": "1",
+    "keepalives_idle": "30",
+    "keepalives_interval": "10",
+    "keepalives_count": "3",
+}
+"""TCP keepalives of a client's connections, unless its URL sets one: a server host gone without a
+word (powered off, cut off) ends its connections in about a minute. Not the workers': their
+connections ride an outage out, DBOS's own settings."""
+MAX_WAITING = 32
+"""Calls left waiting for an answer past ``answer_wait_seconds`` (each a thread, on a server
+frozen, until it answers): past this many, a call is refused at once."""
+
+T = TypeVar("T")
 
 
 class SubmitError(TransportError):
@@ -39,14 +60,33 @@ def no_tables(exc: BaseException) -> bool:
     return type(cause).__name__ == "UndefinedTable" or "no such table" in str(cause)
 
 
-class DurableClient:
-    """Submit and follow runs. ``with DurableClient(config) as client: ...``."""
+def client_url(url: str) -> str:
+    """``url`` for a client's connections: a PostgreSQL URL with ``CONNECT_TIMEOUT`` and
+    ``KEEPALIVES`` unless it sets them (a URL's own choice wins), any other as it is."""
+    if not is_postgres_url(url):
+        return url
+    parsed = sa.make_url(url)
+    added = {} if "connect_timeout" in parsed.query else {"connect_timeout": str(CONNECT_TIMEOUT)}
+    if not any(name.startswith("keepalives") for name in parsed.query):
+        added.update(KEEPALIVES)
+    return parsed.update_query_dict(added).render_as_string(hide_password=False)
 
-    def __init__(self, config: DurableConfig) -> None:
+
+class DurableClient:
+    """Submit and follow runs. ``with DurableClient(config) as client: ...``; a command that must
+    not wait for ever on a database that stopped answering calls through ``answer``."""
+
+    def __init__(self, config: DurableConfig, *, ride_out_outages: bool = True) -> None:
+        """``ride_out_outages``: a call that loses its connection waits for the database to come
+        back (DBOS's way), else it fails at once (``answer``: a command says so and ends)."""
         self.config = config
         self._where = shown(config.system_database)
         try:
-            self._client = DBOSClient(system_database_url=config.system_database, application_name="tether")
+            self._client = DBOSClient(
+                system_database_url=client_url(config.system_database),
+                application_name="tether",
+                retry_connection_errors=ride_out_outages,
+            )
         except Exception as exc:
             raise SubmitError(f"durable database {self._where}: {first_line(exc)}") from None
 
@@ -147,3 +187,64 @@ class DurableClient:
 
     def __exit__(self, *_: Any) -> None:
         self.close()
+
+
+_waiting = threading.BoundedSemaphore(MAX_WAITING)
+"""A place for each call under way (``_started``), taken back when its thread ends."""
+
+
+def answer(config: DurableConfig, work: Callable[[DurableClient], T], *, effect: str = "") -> T:
+    """``work`` with a client of ``config``, waited for ``config.answer_wait_seconds``.
+
+    The client and the work run on a daemon thread: a server frozen after connecting answers
+    nothing, ever, and neither the connect timeout nor keepalives end that wait (its kernel
+    acknowledges). Past the wait, ``SubmitError`` says so in one line; ``effect`` names what the
+    work changes ("the cancel"), which the line says may still take effect (the database may have
+    done it and not answered yet). The thread is left to end when the database answers;
+    ``MAX_WAITING`` such threads at most (``SubmitError`` at once past them)."""
+    future = _started(config, work)
+    if not wait([future], config.answer_wait_seconds).done:
+        raise _no_answer(config, effect)
+    return future.result()
+
+
+async def answer_async(config: DurableConfig, work: Callable[[DurableClient], T], *, effect: str = "") -> T:
+    """``answer`` awaited: the event loop's own threads are not held while the database is silent."""
+    waited = asyncio.wrap_future(_started(config, work))
+    done, _ = await asyncio.wait([waited], timeout=config.answer_wait_seconds)
+    if not done:
+        waited.cancel()  # what the thread ends with later is nobody's to read
+        raise _no_answer(config, effect)
+    return waited.result()
+
+
+def _started(config: DurableConfig, work: Callable[[DurableClient], T]) -> Future[T]:
+    if not _waiting.acquire(blocking=False):
+        raise SubmitError(
+            f"durable database {shown(config.system_database)}: {MAX_WAITING} calls are still "
+            "waiting for its answer; try again later"
+        )
+    future: Future[T] = Future()
+    future.set_running_or_notify_cancel()  # a waiter giving up cancels its wrapper, not this
+
+    def run() -> None:
+        try:
+            with DurableClient(config, ride_out_outages=False) as client:
+                value = work(client)
+        except BaseException as exc:  # the caller's to raise, or nobody's if it stopped waiting
+            _waiting.release()  # before the caller, woken, calls again
+            future.set_exception(exc)
+        else:
+            _waiting.release()
+            future.set_result(value)
+
+    threading.Thread(target=run, name="tether-durable-call", daemon=True).start()
+    return future
+
+
+def _no_answer(config: DurableConfig, effect: str) -> SubmitError:
+    later = f": {effect} may still take effect" if effect else ""
+    return SubmitError(
+        f"durable database {shown(config.system_database)} did not answer within "
+        f"{config.answer_wait_seconds:g} s{later}"
+    )

@@ -29,6 +29,13 @@ APP_NAME = "tether"
 
 DURABLE_DATABASE_ENV = "TETHER_DURABLE_DATABASE_URL"
 """The system database to use instead of the settings' (``--durable-database`` wins)."""
+ANSWER_WAIT = 60.0
+"""Seconds ``tether runs``, ``tether submit`` and serve's runs API wait for the system database's
+answer (``tether.durable.client.answer``): a server frozen after connecting (a hung host, a
+paused machine) never answers, and its kernel still acknowledges, so TCP keepalives do not end
+the wait."""
+ANSWER_WAIT_ENV = "TETHER_DURABLE_ANSWER_WAIT"
+"""Seconds to use instead of ``ANSWER_WAIT``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +65,8 @@ class DurableConfig:
     lock_wait_seconds: float = 60.0
     """How long a run waits for its session's writer lock (held by a dead worker's lingering
     database connection, or by a person's open ``tether``) before it fails."""
+    answer_wait_seconds: float = ANSWER_WAIT
+    """How long a submitter or an operator's command waits for the system database's answer."""
 
     @property
     def executor_id(self) -> str:
@@ -95,6 +104,7 @@ def config_from_settings(
         else:
             system = "sqlite:///" + str(data_dir() / "durable.sqlite")
     check_system_database(system)
+    answer_wait = _answer_wait()
     file = sqlite_file(system)
     if file is not None:  # private, as the session store's file (DBOS's is 0644)
         folder = file.parent
@@ -112,8 +122,24 @@ def config_from_settings(
         rerun_tools=durable.rerun_tools,
         keep_runs_days=durable.keep_runs_days,
         run_timeout_seconds=durable.run_timeout_seconds,
+        answer_wait_seconds=answer_wait,
         name=name,
     )
+
+
+def _answer_wait() -> float:
+    """``$TETHER_DURABLE_ANSWER_WAIT`` in seconds, else ``ANSWER_WAIT``; ``ValueError`` for
+    anything but a positive number."""
+    text = os.environ.get(ANSWER_WAIT_ENV)
+    if not text:
+        return ANSWER_WAIT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"{ANSWER_WAIT_ENV}={text!r}: expected a number of seconds above 0")
+    return seconds
 
 
 def sqlite_file(url: str) -> Path | None:

@@ -1,7 +1,8 @@
 """``/api/runs``: durable runs listed, shown and cancelled, as ``tether runs`` does it.
 
 Thin on purpose: the work is ``tether.durable.runs``; this opens a DBOS client per request (in a
-thread: DBOS's client is blocking) and turns its answers and errors into JSON.
+thread: DBOS's client is blocking; ``tether.durable.client.answer_async`` waits for it a bounded
+time) and turns its answers and errors into JSON.
 """
 
 from __future__ import annotations
@@ -86,7 +87,9 @@ class RunsApi:
             except (FolderGoneError, FolderOutsideError) as exc:
                 raise ApiError(409, str(exc)) from None
 
-        run_id = await self._call(lambda c: c.submit(body.sessionId, body.message, cwd=where))
+        run_id = await self._call(
+            lambda c: c.submit(body.sessionId, body.message, cwd=where), effect="the submit"
+        )
         return JSONResponse({"runId": run_id}, status_code=201)
 
     async def show(self, request: Request) -> Response:
@@ -99,37 +102,35 @@ class RunsApi:
         from tether.durable import runs
 
         run_id = request.path_params["run_id"]
-        return JSONResponse((await self._call(lambda c: runs.cancel(c, run_id))).as_dict())
+        cancelled = await self._call(lambda c: runs.cancel(c, run_id), effect="the cancel")
+        return JSONResponse(cancelled.as_dict())
 
-    async def _call(self, action: Callable[[DurableClient], Any]) -> Any:
+    async def _call(self, action: Callable[[DurableClient], Any], effect: str = "") -> Any:
+        """``action`` with a client, waited for the database's answer (``answer_async``: a
+        database that stopped answering is a 503 after ``answer_wait_seconds``, not a request
+        held for ever), its errors as HTTP answers."""
         if self.config is None:
             raise ApiError(501, "durable runs are not set up here: install tether[durable] (docs/durable.md)")
-        config = self.config
+        from tether.durable.client import SubmitError, answer_async, shown
+        from tether.durable.config import first_line
+        from tether.durable.runs import RunNotFoundError
 
-        def call() -> Any:
-            from tether.durable.client import DurableClient, SubmitError, shown
-            from tether.durable.config import first_line
-            from tether.durable.runs import RunNotFoundError
-
-            try:
-                with DurableClient(config) as client:
-                    return action(client)
-            except ApiError:
-                raise
-            except SessionNotFoundError as exc:
-                raise _no_session(exc) from None
-            except RunNotFoundError as exc:
-                raise ApiError(404, str(exc)) from None
-            except SubmitError as exc:  # no worker has started there yet, or the database refused
-                raise ApiError(503, str(exc)) from None
-            except ValueError as exc:
-                raise ApiError(409, str(exc)) from None
-            except Exception as exc:
-                raise ApiError(
-                    503, f"durable database {shown(config.system_database)}: {first_line(exc)}"
-                ) from None
-
-        return await asyncio.to_thread(call)
+        try:
+            return await answer_async(self.config, action, effect=effect)
+        except ApiError:
+            raise
+        except SessionNotFoundError as exc:
+            raise _no_session(exc) from None
+        except RunNotFoundError as exc:
+            raise ApiError(404, str(exc)) from None
+        except SubmitError as exc:  # no worker has started there yet, the database refused or is silent
+            raise ApiError(503, str(exc)) from None
+        except ValueError as exc:
+            raise ApiError(409, str(exc)) from None
+        except Exception as exc:
+            raise ApiError(
+                503, f"durable database {shown(self.config.system_database)}: {first_line(exc)}"
+            ) from None
 
 
 def _no_session(exc: SessionNotFoundError) -> ApiError:
