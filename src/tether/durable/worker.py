@@ -27,9 +27,11 @@ running, and run them twice.)
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import logging
 import os
+import re
 import socket
 import sys
 import threading
@@ -75,6 +77,7 @@ def launch(runtime: Runtime) -> Dispatcher:
     config = runtime.config
     install(runtime)
     logging.getLogger("dbos").addFilter(_FAILED_RUNS)
+    logging.getLogger("dbos").addFilter(_CANCELLED_STEPS)
     DBOS(
         config={
             "name": APP_NAME,
@@ -302,6 +305,39 @@ class _FailedRuns(logging.Filter):
 
 
 _FAILED_RUNS = _FailedRuns()
+
+DBOS_CANCELLED = "Asyncio task cancelled for workflow or step "
+"""How DBOS's warning for each step or workflow it cancels starts (``dbos/_outcome.py``; a test
+pins it), a run cancelled or its worker stopping; the callable's repr follows."""
+_FUNCTION = re.compile(r"<function (\S+) at 0x[0-9a-f]+>")
+_RUN = re.compile(r"<dbos\._dbos\.DBOS object at 0x[0-9a-f]+>, ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
+
+
+class _CancelledSteps(logging.Filter):
+    """Cuts DBOS's warning for a cancelled step (``DBOS_CANCELLED``) to the step's function and
+    its run: the callable's repr held the step's arguments, a model step's the whole context
+    (the system prompt, every message), in one line per step under way as a worker stopped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith(DBOS_CANCELLED):
+            record.msg, record.args = DBOS_CANCELLED + _cancelled(message[len(DBOS_CANCELLED) :]), ()
+        return True
+
+
+def _cancelled(callable_repr: str) -> str:
+    """The step's function and run in DBOS's repr of a cancelled callable: a step is
+    ``functools.partial(<function _supervise_step …>, <DBOS object …>, 'RUN', <function STEP …>,
+    ARGUMENTS…)``, a workflow a function."""
+    names: list[str] = _FUNCTION.findall(callable_repr)
+    if names[:1] == ["_supervise_step"]:
+        names = names[1:]
+    run = _RUN.search(callable_repr)
+    of_run = f" of run {visible(ast.literal_eval(run.group(1)), one_line=True)}" if run else ""
+    return (names[0] if names else "(unnamed)") + of_run
+
+
+_CANCELLED_STEPS = _CancelledSteps()
 
 
 def _beat(heartbeats: Heartbeats, stopped: threading.Event) -> None:
