@@ -20,6 +20,9 @@ transcript in the session store.
 
 from __future__ import annotations
 
+import base64
+import io
+import pickle
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
@@ -120,8 +123,46 @@ def _text(request: dict[str, Any] | None, name: str) -> str | None:
 
 
 def _one_line(error: object) -> str:
+    """The first line of a run's or a step's error. DBOS gives an error it cannot unpickle here
+    (its class in a module only the worker has: a ``--setup`` tool's) as the pickle itself,
+    base64, and that was the line shown: it is read with a stand-in for each class this
+    process lacks, and shown as ``module.Class: its first line``."""
+    if isinstance(error, str):
+        error = _unpickled(error)
     lines = str(error).strip().splitlines()
     return lines[0] if lines else type(error).__name__
+
+
+class _StandIns(pickle.Unpickler):
+    """Unpickles an error, a stand-in exception for each class that cannot be found here, or that
+    is not an exception (nothing else but exceptions is called)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            found = super().find_class(module, name)
+        except (ImportError, AttributeError):
+            found = None
+        if isinstance(found, type) and issubclass(found, BaseException):
+            return found
+        return type(name, (_StandIn,), {"__module__": module, "__qualname__": name})
+
+
+class _StandIn(Exception):
+    """An error of a class this process cannot import: says the class, then the error's text."""
+
+    def __str__(self) -> str:
+        kind = type(self)
+        return f"{kind.__module__}.{kind.__qualname__}: {super().__str__()}"
+
+
+def _unpickled(text: str) -> object:
+    """What DBOS gave as text in place of an error: unpickled with stand-ins, or the text as it is
+    when it is not a pickle of one."""
+    try:
+        error = _StandIns(io.BytesIO(base64.b64decode(text, validate=True))).load()
+    except Exception:
+        return text
+    return error if isinstance(error, BaseException) else text
 
 
 def list_runs(
