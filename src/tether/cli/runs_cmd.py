@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tether.cli.durable_cmd import DurableCommandError, durable_config
+from tether.wire.escapes import visible
 
 if TYPE_CHECKING:
     from tether.durable.client import DurableClient
@@ -104,7 +105,7 @@ def _print(action: str, answer: Any, out: TextIO) -> None:
     elif action == "show" and isinstance(answer, RunDetail):
         out.write(_line(answer.run) + "\n")
         if answer.run.error:
-            out.write(f"  error: {answer.run.error}\n")
+            out.write(f"  error: {_shown(answer.run.error)}\n")
         for step in answer.steps:
             took = f"{step.ended - step.started:.2f}s" if step.started and step.ended else "-"
             usage = (
@@ -112,22 +113,32 @@ def _print(action: str, answer: Any, out: TextIO) -> None:
                 if step.name == "model"
                 else ""
             )
-            error = f"  error: {step.error}" if step.error else ""
-            out.write(f"  #{step.number:<3} {step.name:<24} {took:>8}{usage}{error}\n")
+            error = f"  error: {_shown(step.error)}" if step.error else ""
+            out.write(f"  #{step.number:<3} {_shown(step.name):<24} {took:>8}{usage}{error}\n")
         out.write(f"  total: {answer.input_tokens}→{answer.output_tokens} tokens ${answer.cost:.4f}\n")
     elif action == "prune":
         out.write(f"pruned {len(answer)} finished runs\n")
     elif action == "retry":
-        out.write(f"{answer}\n")
+        out.write(f"{_shown(answer)}\n")
     elif isinstance(answer, RunInfo):
         out.write(_line(answer) + "\n")
 
 
 def _line(run: Any) -> str:
+    """One run on one line, what programs wrote in it (its id, session, worker and prompt are
+    the submitter's choice) escaped: a newline forged a line of the listing, an escape sequence
+    drove the terminal."""
     age = _age(time.time() - run.created) if run.created else "-"
     prompt = " ".join((run.prompt or "").split())
-    prompt = prompt if len(prompt) <= 40 else prompt[:39] + "…"
-    return f"{run.id}  {run.status:<9} {run.session or '-'}  {run.worker or '-'}  {age:>5} ago  {prompt}"
+    prompt = _shown(prompt if len(prompt) <= 40 else prompt[:39] + "…")
+    return (
+        f"{_shown(run.id)}  {run.status:<9} {_shown(run.session or '-')}  {_shown(run.worker or '-')}"
+        f"  {age:>5} ago  {prompt}"
+    )
+
+
+def _shown(text: str) -> str:
+    return visible(text, one_line=True)
 
 
 def _age(seconds: float) -> str:
