@@ -62,14 +62,23 @@ def test_one_ctrl_c_ends_p_waiting_on_an_open_stdin_pipe(cli: CliEnv) -> None:
     import time
     from pathlib import Path
 
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tether.cli", "-p", "question"],
-        cwd=cli.project,
-        env=cli.env(PYTHONFAULTHANDLER="1"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    # The child starts with SIGINT at its default, as a terminal's foreground job does. A suite
+    # started in the background by a non-interactive shell (CI's `bash .ci/run &`) runs with
+    # SIGINT ignored, and an ignored signal stays ignored across exec: the child then rightly
+    # ignored the Ctrl-C (as Python and every program started with `&` do). A handler, unlike an
+    # ignore, is reset to the default by exec, so one is installed around the start.
+    given = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tether.cli", "-p", "question"],
+            cwd=cli.project,
+            env=cli.env(PYTHONFAULTHANDLER="1"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        signal.signal(signal.SIGINT, given)
     try:
         syscall = Path(f"/proc/{process.pid}/syscall")
         deadline = time.monotonic() + 60
@@ -81,7 +90,7 @@ def test_one_ctrl_c_ends_p_waiting_on_an_open_stdin_pipe(cli: CliEnv) -> None:
             status = process.wait(30)
         except subprocess.TimeoutExpired:
             # Still running: faulthandler prints every thread's stack on SIGABRT, so the failure
-            # says where it hangs (it failed only inside whole-suite runs, never alone).
+            # says where it stands.
             process.send_signal(signal.SIGABRT)
             _, stderr = process.communicate(timeout=30)
             raise AssertionError(
