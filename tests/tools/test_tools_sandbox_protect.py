@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import threading
 from dataclasses import replace
@@ -541,6 +542,37 @@ async def test_a_link_on_the_way_to_a_protected_path_cannot_be_replaced(
     off = Workspace(root, sandbox=replace(_sandbox(Settings(), ()), mode="off"))
     said = text_of(await call(create_bash_tool(off), command=f"cd {root}; {replace_links}"))
     assert not (root / ".ssh").is_symlink() and (root / ".config/tether/extensions/x.py").exists(), said
+
+
+async def test_a_programs_protected_paths_are_held_by_placeholders_and_only_tethers_own_made(
+    root: Path, home: Path
+) -> None:
+    """A library program's ``protect`` entries (a deploy file, a folder of CI scripts the model
+    must not rewrite) that are missing are held by a placeholder while a command runs and gone
+    after it; only tether's own folders (``own``: the config and data folders the session factory
+    names) are made when missing. Which were made went by name (every entry but the home
+    folder's start-up files): a missing ``deploy.yml`` was left behind as an empty 0700 folder,
+    and a write there was asked about as "tether's configuration"."""
+    plant = "echo x > deploy.yml; mkdir -p ci && echo x > ci/run.sh; mkdir -p cfg/extensions && echo x > cfg/extensions/x.py"
+    policy = SandboxPolicy(hide=secret_paths(home), protect=(root / "deploy.yml", root / "ci"))
+    boxed = Workspace(root, sandbox=policy)
+    try:
+        said = text_of(await call(create_bash_tool(boxed), command=plant))
+    except ToolError as failure:
+        said = str(failure)
+    assert settled(root) == ["cfg"], said
+    write, _ = gate_context("write", {"path": "deploy.yml", "content": "x\n"})
+    assert boxed.protected_write(write) == str(root / "deploy.yml") and boxed.needs_approval(write)
+    shutil.rmtree(root / "cfg")
+    boxed = Workspace(root, sandbox=replace(policy, own=(root / "cfg",)))
+    try:
+        said = text_of(await call(create_bash_tool(boxed), command=plant))
+    except ToolError as failure:
+        said = str(failure)
+    assert settled(root) == ["cfg"] and not list((root / "cfg").iterdir()), said
+    assert (root / "cfg").stat().st_mode & 0o777 == 0o700
+    write, _ = gate_context("write", {"path": "cfg/extensions/x.py", "content": "x\n"})
+    assert "tether's configuration" in (boxed.protected_write(write) or "")
 
 
 def test_only_the_outermost_kept_paths_inside_a_root_are_mounted() -> None:

@@ -148,7 +148,8 @@ def _sandbox(settings: Settings, others: tuple[Path, ...]) -> SandboxPolicy:
     return replace(
         policy,
         hide=(*_secrets(settings), *policy.hide),
-        protect=(config_dir(), data_dir(), *(Path.home() / name for name in STARTUP_PATHS), *policy.protect),
+        protect=(*(Path.home() / name for name in STARTUP_PATHS), *policy.protect),
+        own=(config_dir(), data_dir(), *policy.own),
         other_workspaces=others,
     )
 

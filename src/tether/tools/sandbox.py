@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -119,9 +119,14 @@ class SandboxPolicy:
     """Seconds an RPC client has to answer whether a command may run outside the sandbox
     (``tether.rpc.escalation``); no answer by then is a no."""
     protect: tuple[Path, ...] = ()
-    """Paths kept read-only even when a writable workspace holds them (not a setting: the session
-    factory gives tether's config folder, whose extensions and settings the next start obeys, and
-    its data folder, both made when missing; and the home folder's start-up files, ``made``)."""
+    """Paths kept read-only even when a writable workspace holds them, a missing one held by a
+    placeholder while a command runs (not a setting: the session factory gives the home folder's
+    start-up files, ``sandbox_protect.STARTUP_PATHS``)."""
+    own: tuple[Path, ...] = ()
+    """tether's own folders, kept read-only as ``protect`` is, but made (``0700``) when missing
+    rather than held by a placeholder: one left by a killed tether would keep tether itself from
+    making them (not a setting: the session factory gives the config folder, whose extensions
+    and settings the next start obeys, and the data folder)."""
     mcp: bool = False
     """Start stdio MCP servers inside the sandbox too (the session's workspace, its network rule
     but not ``allow_hosts``, ``RLIMIT_NPROC`` for their processes): off by default, since most
@@ -154,6 +159,7 @@ def stricter(a: SandboxPolicy, b: SandboxPolicy) -> SandboxPolicy:
         network=a.network and b.network,
         hide=tuple(dict.fromkeys((*a.hide, *b.hide))),
         protect=tuple(dict.fromkeys((*a.protect, *b.protect))),
+        own=tuple(dict.fromkeys((*a.own, *b.own))),
         pids_max=min(a.pids_max, b.pids_max),
         allow_hosts=tuple(h for h in a.allow_hosts if h in b.allow_hosts),
         mcp=a.mcp or b.mcp,
@@ -351,15 +357,13 @@ class Sandbox:
         """The confined command line, with a fresh ``pids`` cgroup for it and the workspace's
         protected paths held (``tether.tools.sandbox_protect``) while the block runs; in any
         mode, the first command of a process sweeps the placeholders a killed tether left."""
-        from tether.tools.sandbox_protect import STARTUP_PATHS, Protection, sweep
+        from tether.tools.sandbox_protect import Protection, sweep
 
         hidden = self.resolved_hidden()
         kept = self.kept(hidden)
         sweep(tuple(kept))
         protection = (
-            Protection.take(
-                self.writable, extra=kept, named=self.named(), make=self.made(kept, STARTUP_PATHS)
-            )
+            Protection.take(self.writable, extra=kept, named=self.named(), make=kept[: len(self.policy.own)])
             if self.policy.mode == "workspace-write"
             else Protection()
         )
@@ -382,26 +386,20 @@ class Sandbox:
 
     def kept(self, hidden: Sequence[Path]) -> list[Path]:
         """What stays read-only inside a writable root besides its control files, resolved: the
-        policy's ``protect``, tether's own installation (``sandbox_protect.installation``) and
-        the ``hidden`` paths, so that one missing is not created there (a
-        ``~/.config/tether/settings.json`` turning the sandbox off at the next start)."""
+        policy's ``own`` folders (first: ``confine`` makes them) and ``protect``, tether's own
+        installation (``sandbox_protect.installation``) and the ``hidden`` paths, so that one
+        missing is not created there (a ``~/.config/tether/settings.json`` turning the sandbox off
+        at the next start)."""
         from tether.tools.sandbox_protect import installation
 
-        named = (*self.policy.protect, *installation())
+        named = (*self.policy.own, *self.policy.protect, *installation())
         return [*(Path(os.path.realpath(path)) for path in named), *hidden]
-
-    def made(self, kept: Sequence[Path], startup: Iterable[str]) -> list[Path]:
-        """Of ``kept``, the protected folders made when missing: tether's own (config, data), not
-        the home folder's start-up files (a ``~/.bashrc`` folder would break the next shell)."""
-        home = Path.home()
-        files = {home / name for name in startup}
-        return [real for real, named in zip(kept, self.policy.protect, strict=False) if named not in files]
 
     def named(self) -> list[Path]:
         """``kept``'s paths as named, in its order: a link on the way to one must stay a link."""
         from tether.tools.sandbox_protect import installation
 
-        return [*self.policy.protect, *installation(), *self.hidden]
+        return [*self.policy.own, *self.policy.protect, *installation(), *self.hidden]
 
     def hint(self, output: str) -> str | None:
         """A note for the model when a failed command may have been stopped by the sandbox."""

@@ -231,26 +231,25 @@ class Workspace:
         name = protected_by(real, self._real_roots)
         if name is not None:
             return f"{name}, which {WHAT_READS[name]}"
-        installed = {Path(os.path.realpath(p)) for p in installation()}
-        kept = (
-            p
-            for p in inside(
-                [*(Path(os.path.realpath(k)) for k in self.sandbox.protect), *installed], self._real_roots
-            )
-            if real == p or real.is_relative_to(p)
+        own = [Path(os.path.realpath(p)) for p in self.sandbox.own]
+        installed = [Path(os.path.realpath(p)) for p in installation()]
+        protected = [*own, *(Path(os.path.realpath(p)) for p in self.sandbox.protect), *installed]
+        folder = next(
+            (p for p in inside(protected, self._real_roots) if real == p or real.is_relative_to(p)), None
         )
-        folder = next(kept, None)
         if folder is None:
             return None
         from tether.tools.sandbox_protect import STARTUP_PATHS
 
         home = Path(os.path.realpath(Path.home()))
         relative = folder.relative_to(home).as_posix() if folder.is_relative_to(home) else ""
+        if folder in own:
+            return f"{path_text(folder)}, tether's configuration (extensions, settings)"
         if relative in STARTUP_PATHS:
             return f"{path_text(folder)}, which {STARTUP_PATHS[relative]}"
         if folder in installed:
             return f"{path_text(folder)}, tether's own installation, which runs at its next start"
-        return f"{path_text(folder)}, tether's configuration (extensions, settings)"
+        return path_text(folder)
 
     def _inside_roots(self, arguments: Mapping[str, Any]) -> bool:
         path = arguments.get("path")
