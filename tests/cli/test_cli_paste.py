@@ -105,6 +105,20 @@ def test_a_burst_of_text_in_one_read_is_a_paste() -> None:
     assert keys(PasteParser, [few]) == keys(Vt100Parser, [few])
 
 
+def test_a_pastes_end_mark_outside_a_paste_is_no_key() -> None:
+    """prompt-toolkit knows no ``ESC[201~`` of its own: outside a paste (one taken as a burst
+    before its mark came, a terminal's stray one) it was read as Esc, which aborts a run, and
+    ``[201~`` typed into the input box."""
+    text = "t" * BURST
+    assert keys(PasteParser, ["a\x1b[201~b"]) == [("a", "a"), ("b", "b")]
+    assert keys(PasteParser, [text, "\x1b[201~"]) == [(Keys.BracketedPaste, text)]
+    assert keys(PasteParser, [text + "\x1b[201~\x1b[200~x\x1b[201~"]) == [
+        (Keys.BracketedPaste, text),
+        (Keys.BracketedPaste, "x"),
+    ]
+    assert keys(PasteParser, ["\x1b[201~\x1b"]) == [(Keys.Escape, "\x1b")]  # a real Esc stays one
+
+
 def test_the_reader_reads_a_burst_whole_and_a_key_as_it_comes() -> None:
     """A paste reached the parser a kilobyte at a time: each would have been a paste of its own."""
     import contextlib

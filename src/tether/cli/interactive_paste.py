@@ -110,13 +110,22 @@ class PasteParser(Vt100Parser):
 
     def _parse(self, data: str) -> None:
         """``data`` to prompt-toolkit's parser a character at a time, counted in ``_parsed``, as
-        its ``feed`` does it: the rest to ``feed`` once a bracketed paste starts."""
-        for at, char in enumerate(data):
+        its ``feed`` does it: the rest to ``feed`` once a bracketed paste starts. A paste's end
+        mark outside a paste (a paste taken as a burst before its mark came, a terminal's stray
+        one) is no key: prompt-toolkit knows no such sequence and read it as Esc, then
+        ``[201~`` typed, and Esc aborted the run."""
+        at = 0
+        while at < len(data):
             if self._in_bracketed_paste:
                 self.feed(data[at:])
                 return
+            char = data[at]
+            if char == "\x1b" and data.startswith(END, at):
+                at += len(END)
+                continue
             self._parsed += 1
             self._input_parser.send(char)
+            at += 1
 
     def _call_handler(self, key: str | Keys | tuple[Keys, ...], insert_text: str) -> None:
         self._parsed -= len(insert_text)
