@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tether.wire.json_line import mended_json
+
 if TYPE_CHECKING:
     from tether.wire import AgentMessage, AssistantMessage
 
@@ -151,6 +153,12 @@ def is_context_overflow(message: AssistantMessage, context_window: int | None = 
     return False
 
 
+_ARGUMENTS = json.JSONEncoder(allow_nan=False)
+"""How ``message_texts`` writes a call's arguments (``json.dumps``'s settings), through
+``mended_json``: arguments nested deeper than the encoder goes (a model's) raised
+``RecursionError`` from storing the reply, and from each later measure of the context."""
+
+
 def message_texts(m: Mapping[str, Any]) -> list[str | None]:
     """Text pieces of a message (``None`` for each image), whatever its role.
 
@@ -177,7 +185,7 @@ def message_texts(m: Mapping[str, Any]) -> list[str | None]:
             elif kind == "thinking":
                 out.append(str(b.get("thinking", "")))
             elif kind == "toolCall":
-                out.append(str(b.get("name", "")) + json.dumps(b.get("arguments", {})))
+                out.append(str(b.get("name", "")) + mended_json(b.get("arguments", {}), _ARGUMENTS)[0])
             elif kind == "image":
                 out.append(None)
     files = get("files")

@@ -35,8 +35,11 @@ from tether.session.session import Session
 from tether.store.store import SessionError
 from tether.store.tree import Node
 from tether.wire import AgentMessage, Message, ModelInfo, Usage
+from tether.wire.json_line import mended_json
 
 TOOL_RESULT_CHARS = 4_000
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+"""How a summarised call's arguments are written (``mended_json``: any depth, no ``NaN``)."""
 """A tool result is cut to this many characters in the text the summariser reads."""
 
 
@@ -171,7 +174,7 @@ def serialize_for_summary(messages: Sequence[AgentMessage]) -> str:
                 if b.get("type") == "text":
                     lines.append(f"[assistant]: {b.get('text', '')}")
                 elif b.get("type") == "toolCall":
-                    args = json.dumps(b.get("arguments", {}), ensure_ascii=False)
+                    args = mended_json(b.get("arguments", {}), _ARGUMENTS)[0]
                     lines.append(f"[assistant tool call {b.get('name')}]: {args}")
         elif role == "toolResult":
             text = "".join(t for t in message_texts(m) if t is not None)

@@ -16,8 +16,6 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import jiter
-
 from tether.store.entries import EntryDict
 from tether.store.store import (
     SessionExistsError,
@@ -26,6 +24,7 @@ from tether.store.store import (
     SessionStore,
     create_as,
 )
+from tether.store.tree import parse_payload
 
 BATCH = 500
 """Entries per append transaction: a long session is not one giant statement, and an
@@ -73,7 +72,7 @@ def copy_session(source: SessionStore, target: SessionStore, record: SessionReco
         have = [e.id for e in target.entries(record.id)]
         if have != [e.id for e in stored[: len(have)]]:
             raise _Diverged
-        missing: list[EntryDict] = [jiter.from_json(e.payload) for e in stored[len(have) :]]
+        missing: list[EntryDict] = [parse_payload(e.payload) for e in stored[len(have) :]]
         for start in range(0, len(missing), BATCH):
             batch = missing[start : start + BATCH]
             target.append(lease, batch, batch[-1]["id"], record.updated)

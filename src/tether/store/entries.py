@@ -17,6 +17,7 @@ types they do not know, so a database or export written by a newer tether still 
 # which every stored ``tether -p`` pays. Every name below is defined before it is used.
 
 import json
+import logging
 import re
 from typing import Any, Literal, NotRequired
 
@@ -24,7 +25,7 @@ from typing_extensions import TypedDict
 
 from tether.wire import AgentMessage, ModelInfo
 from tether.wire.codec import dumpb_fast
-from tether.wire.json_line import mended_json
+from tether.wire.json_line import CUT_DEPTH, mended_json
 
 EntryType = Literal[
     "message",
@@ -183,12 +184,21 @@ def encode_entry(entry: EntryDict, *, many: bool = False) -> bytes:
     ``null``, as pi stores them (PostgreSQL refused them, and SQLite's were an export no import
     took); a lone surrogate (a file name that is not UTF-8, read through ``os.fsdecode``; an MCP
     server's or an extension's ``"\\ud800"``) is stored as U+FFFD, as a UTF-8 decoder reads bad
-    bytes.
+    bytes; an entry nested deeper than the encoder goes (~1,000 levels) is stored cut at
+    ``CUT_DEPTH`` levels, told by one warning.
     """
     try:
         return dumpb_fast(entry) if many else _ENCODER.encode(entry).encode()
-    except ValueError:  # UnicodeEncodeError; NaN (allow_nan=False); pydantic-core's error
-        return mended_json(entry, _ENCODER).encode()
+    except (ValueError, RecursionError):  # UnicodeEncodeError; NaN; pydantic-core's error
+        text, cut = mended_json(entry, _ENCODER)
+        if cut:
+            logging.getLogger("tether.store").warning(
+                "entry %s (%s) is nested deeper than tether can store: stored cut at %d levels",
+                entry.get("id"),
+                entry.get("type"),
+                CUT_DEPTH,
+            )
+        return text.encode()
 
 
 def _jsonable(value: object) -> object:

@@ -14,13 +14,12 @@ and every message (``tether.wire``); errors name the line.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
-
-from pydantic_core import to_json  # export and import only: not imported on a run's path
 
 from tether.own_files import write_own_file
 from tether.store.entries import EntryDict, encode_entry
@@ -178,6 +177,9 @@ def _check_header(obj: dict[str, Any], where: str) -> dict[str, Any]:
     for key, kind in (("id", str), ("cwd", str), ("created", int), ("updated", int)):
         if not isinstance(obj.get(key), kind):
             raise ImportFormatError(f"{where}: header.{key} must be a {kind.__name__}")
+    for key in ("created", "updated"):
+        if obj[key] not in INT64:
+            raise ImportFormatError(f"{where}: header.{key} must be a time in Unix ms, not {obj[key]}")
     if not ID_PATTERN.fullmatch(obj["id"]):
         raise ImportFormatError(
             f"{where}: header.id {obj['id']!r} is not a session id (letters, digits, - and _)"
@@ -257,25 +259,37 @@ def _json_kind(kind: type) -> str:
     return "null" if kind is type(None) else names.get(kind, "an object")
 
 
-def check_storable(value: object, where: str) -> None:
+_CHECK = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+"""``check_storable``'s encoder: the store's (``encode_entry``) but for ``NaN``, which an import
+lets through to be stored ``null``."""
+
+INT64 = range(-(2**63), 2**63)
+"""What the store's integer columns hold: times (Unix ms) and the listing's token sums."""
+
+_USAGE_COUNTS = ("input", "output", "cacheRead", "cacheWrite")
+"""A reply's usage fields the store sums into its 64-bit columns (``count_entries``)."""
+
+
+def check_storable(value: dict[str, Any], where: str) -> None:
     """Entries are stored as JSON text, which holds neither a value nested deeper than the
-    encoder goes nor a lone surrogate (``"\\ud800"`` is valid JSON, not valid UTF-8), and their
-    numbers are summed and compared as 64-bit integers (an integer of 30 digits parses). Such a
-    line is refused here, by its number, rather than by the store without one or each time the
-    session is opened. The encoder itself, not ``dumps``, which writes a lone surrogate as
-    U+FFFD: an import refuses what it cannot keep as it reads it. ``NaN`` and the infinities
-    are stored ``null``, as a session stores them."""
+    encoder goes (~1,000 levels) nor a lone surrogate (``"\\ud800"`` is valid JSON, not valid
+    UTF-8); and their time and a reply's usage go to the store's 64-bit columns. Such a line is
+    refused here, by its number, rather than by the store without one, or cut (what a live
+    session's append does: ``encode_entry``). Other integers are kept at any size (a model's
+    arguments: JSON has no limit) and ``NaN`` and the infinities are stored ``null``, as a
+    session stores them."""
     try:
-        to_json(value)
-    except ValueError as err:
-        reason = re.sub(r"^Error serializing to JSON: (\w+: )?", "", str(err))
-        raise ImportFormatError(f"{where}: cannot be stored ({reason})") from None
-    pending = [value]  # no recursion: the encoder just accepted the depth, this need not
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            pending.extend(cast(dict[str, object], item).values())
-        elif isinstance(item, list):
-            pending.extend(cast(list[object], item))
-        elif isinstance(item, int) and not -(2**63) <= item < 2**63:
-            raise ImportFormatError(f"{where}: holds a number beyond 64 bits, which tether cannot store")
+        _CHECK.encode(value).encode()
+    except RecursionError:
+        raise ImportFormatError(f"{where}: cannot be stored (nested deeper than tether stores)") from None
+    except UnicodeEncodeError:
+        raise ImportFormatError(
+            f"{where}: cannot be stored (a lone surrogate, which UTF-8 has no form for)"
+        ) from None
+    numbers: list[object] = [value.get("timestamp")]
+    message = value.get("message")
+    usage = cast(dict[str, Any], message).get("usage") if isinstance(message, dict) else None
+    if isinstance(usage, dict):
+        numbers += [cast(dict[str, Any], usage).get(key) for key in _USAGE_COUNTS]
+    if any(isinstance(n, int) and n not in INT64 for n in numbers):
+        raise ImportFormatError(f"{where}: holds a number beyond 64 bits, which tether cannot store")

@@ -19,6 +19,7 @@ import jiter
 
 from tether.store.entries import EntryDict
 from tether.store.store import SessionError, StoredEntry
+from tether.wire.json_line import load_line
 
 
 @contextlib.contextmanager
@@ -65,6 +66,20 @@ of opening a short session), while none frozen is an empty list, and frozen obje
 frozen. A host that unfreezes them later only loses the move to the oldest generation."""
 
 
+def parse_payload(payload: bytes) -> Any:
+    """A stored entry's JSON value. jiter stops at 254 levels of nesting, where the encoder that
+    stored the entry goes to ~1,000 (a model's arguments, a tool's details): an entry between
+    the two is read by the standard library's parser instead, which is slower but has no such
+    limit, rather than being a damaged row each time the session is opened. ``ValueError`` for
+    what is no JSON."""
+    try:
+        return jiter.from_json(payload)
+    except ValueError as exc:
+        if "recursion limit" not in str(exc):
+            raise
+        return load_line(payload)
+
+
 class CorruptSessionError(SessionError):
     """The stored tree is inconsistent (a parent cycle, a payload that is not an object)."""
 
@@ -94,7 +109,7 @@ class Node:
     def entry(self) -> EntryDict:
         if self._entry is None:
             try:
-                value: Any = jiter.from_json(self._payload or b"null")
+                value: Any = parse_payload(self._payload or b"null")
             except ValueError as exc:  # a row damaged outside tether: one line, not a traceback
                 raise CorruptSessionError(f"entry {self.id!r}: payload is not JSON ({exc})") from None
             if not isinstance(value, dict):

@@ -164,16 +164,17 @@ def dumpb(value: object) -> bytes:
     (``mended_json``): a lone surrogate in a string (a file name that is not UTF-8 read through
     ``os.fsdecode`` by an extension's or an MCP server's tool, a ``"\\ud800"`` escape) is written
     U+FFFD, as the store writes it and a UTF-8 decoder reads bad bytes, rather than failing the
-    event (``tether -p --mode json`` stopped writing at the first one)."""
+    event (``tether -p --mode json`` stopped writing at the first one); a value nested deeper
+    than its ~250 levels is the standard library's to write (and, past that one's ~1,000, cut)."""
     try:
         return dumpb_fast(value)
     except ValueError:  # pydantic-core's PydanticSerializationError
-        return mended_json(value, _fallback()).encode()
+        return mended_json(value, _fallback())[0].encode()
 
 
 def dumpb_fast(value: object) -> bytes:
     """``dumpb`` by pydantic-core's encoder alone: ``ValueError`` for a value holding a lone
-    surrogate."""
+    surrogate, or nested deeper than ~250 levels."""
     return _to_json()(value, inf_nan_mode="null")
 
 

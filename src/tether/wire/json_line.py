@@ -41,6 +41,13 @@ def replace_lone_surrogates(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+CUT_DEPTH = 200
+"""How many levels of a value too deep for the encoder are kept (``mended_json``): past what a
+parser of another language takes by default (jiter: 254, pydantic-core's encoder: 254)."""
+CUT_MARK = f"[cut: nested deeper than {CUT_DEPTH} levels]"
+"""What stands in for each container below ``CUT_DEPTH`` in a value ``mended_json`` cut."""
+
+
 def finite(value: Any) -> Any:
     """``value`` with ``NaN`` and the infinities as ``null``, as ``JSON.stringify`` (pi) writes
     them: they are no JSON. A model may write ``NaN`` in a tool call's arguments (the stream's
@@ -48,27 +55,41 @@ def finite(value: Any) -> Any:
     conversation was refused by its provider (a 400), PostgreSQL refused the entry (and the
     session stored nothing more), and an RPC client's ``JSON.parse`` refused the frame. A copy
     of the containers on the way down; anything else is returned as it is."""
+    return _mended(value, None)
+
+
+def _mended(value: Any, depth: int | None) -> Any:
+    """``finite(value)``, each container ``depth`` levels down (``None``: none) as ``CUT_MARK``."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: finite(item) for key, item in cast("dict[Any, Any]", value).items()}
-    if isinstance(value, list | tuple):
-        return [finite(item) for item in cast("list[Any]", value)]
+    if isinstance(value, dict | list | tuple):
+        if depth == 0:
+            return CUT_MARK
+        below = None if depth is None else depth - 1
+        if isinstance(value, dict):
+            return {key: _mended(item, below) for key, item in cast("dict[Any, Any]", value).items()}
+        return [_mended(item, below) for item in cast("list[Any]", value)]
     return value
 
 
-def mended_json(value: object, encoder: json.JSONEncoder) -> str:
-    """The JSON text of ``value`` by ``encoder`` (one with ``allow_nan=False``), ``NaN`` and the
-    infinities as ``null`` (``finite``) and each lone surrogate as U+FFFD
-    (``replace_lone_surrogates``). The slow path of the writers of values from anywhere (a
-    model's arguments, a tool's details, an extension's data): failing, they failed the
-    session's append and every later one, or the event's frame. ``ValueError`` still for what
-    the encoder's ``default`` cannot convert."""
+def mended_json(value: object, encoder: json.JSONEncoder) -> tuple[str, bool]:
+    """The JSON text of ``value`` by ``encoder`` (one with ``allow_nan=False``), whatever it holds,
+    and whether it was cut: ``NaN`` and the infinities as ``null`` (``finite``), each lone
+    surrogate as U+FFFD (``replace_lone_surrogates``) and, for a value nested deeper than the
+    encoder goes (~1,000 levels: its ``RecursionError``), every container past ``CUT_DEPTH``
+    levels as ``CUT_MARK``. The slow path of the writers of values from anywhere (a model's
+    arguments, a tool's details, an extension's data): failing, they failed the session's
+    append and every later one, or the event's frame. ``ValueError`` still for what the
+    encoder's ``default`` cannot convert."""
     try:
-        text = encoder.encode(value)
-    except ValueError:  # NaN or an infinity (allow_nan=False); the same again for another reason
-        text = encoder.encode(finite(value))
-    return replace_lone_surrogates(text)
+        try:
+            text = encoder.encode(value)
+        except ValueError:  # NaN or an infinity (allow_nan=False); the same again for another reason
+            text = encoder.encode(_mended(value, None))
+        cut = False
+    except RecursionError:
+        text, cut = encoder.encode(_mended(value, CUT_DEPTH)), True
+    return replace_lone_surrogates(text), cut
 
 
 def load_line(line: bytes | str) -> object:
