@@ -17,6 +17,7 @@ from tether.session import SessionManager
 from tether.session.agent_session import AgentSession
 from tether.session.factory import SessionChoice, create_agent_session
 from tether.session.options import AgentOptions
+from tether.session.session import SessionBoundError
 from tether.store import open_store
 from tether.store.errors import SessionError
 from tether.testing.scripted import ScriptedModel, reply, tool_call
@@ -328,3 +329,21 @@ async def test_close_from_a_tool_of_the_run_closes_as_the_run_settles(manager: S
     with manager.open(stored) as session:
         roles = [(m["role"], m.get("stopReason")) for m in session.messages]
     assert roles == [("user", None), ("assistant", "toolUse"), ("toolResult", None), ("assistant", "aborted")]
+
+
+async def test_a_session_handle_bound_to_a_second_core_is_refused_at_once(manager: SessionManager) -> None:
+    """Two cores on one handle: closing the first released the handle's writer lock, and the
+    second failed at its next write, far from the mistake. The second is refused as it is made,
+    before it touches its agent."""
+    model = ScriptedModel([reply("one")])
+    session = manager.create("/p")
+    first = AgentSession(Agent(model=model.model, stream_fn=model), session, sessions=manager)
+    other = Agent(model=model.model, stream_fn=model)
+    hooks = (other.convert_to_llm, other.transform_context, other.before_tool_call)
+    with pytest.raises(SessionBoundError, match=f"session '{session.id}'.*another AgentSession"):
+        AgentSession(other, session, sessions=manager)
+    assert (other.convert_to_llm, other.transform_context, other.before_tool_call) == hooks
+    assert issubclass(SessionBoundError, SessionError)
+    added = await first.prompt("hi")  # the first goes on, the handle still its own
+    assert [m["role"] for m in added] == ["user", "assistant"]
+    await first.close()

@@ -94,7 +94,11 @@ if TYPE_CHECKING:
         Resources as Resources,
         load_resources as load_resources,
     )
-    from tether.session.session import ReadOnlySessionError as ReadOnlySessionError, Session as Session
+    from tether.session.session import (
+        ReadOnlySessionError as ReadOnlySessionError,
+        Session as Session,
+        SessionBoundError as SessionBoundError,
+    )
     from tether.session.settings import (
         Settings as Settings,
         SettingsError as SettingsError,

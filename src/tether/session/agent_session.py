@@ -117,7 +117,8 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
             the caller's to close; ``create_agent_session`` names what it opened itself.
 
     The ``session`` handle itself is the core's once bound: ``close()`` (and switching to
-    another session) releases it and its writer lock.
+    another session) releases it and its writer lock. Another core refuses it
+    (``SessionBoundError``): the first one's ``close()`` would release it under the second.
     """
 
     def __init__(
@@ -135,6 +136,10 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         resources: Resources | None = None,
         owns: Collection[Literal["sessions", "mcp"]] = (),
     ) -> None:
+        if session is not None and session.bound:  # before the agent is touched: refused whole
+            from tether.session.session import SessionBoundError
+
+            raise SessionBoundError(session.id)
         self.agent = agent
         self._owns = set(owns)
         self._closed = False

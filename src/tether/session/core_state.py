@@ -525,6 +525,8 @@ class CoreState:
         if self._session is not None:
             self._session.close()
         self._session = session
+        if session is not None:
+            session.bound = True
         if self.mcp is not None:  # what the left conversation's searches found is its own
             self.mcp.found.clear()
         self._mcp_read = False

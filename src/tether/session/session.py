@@ -64,6 +64,17 @@ class ReadOnlySessionError(SessionError):
         super().__init__(f"session {session_id!r} is read-only here (opened read-only, or closed)")
 
 
+class SessionBoundError(SessionError):
+    """A ``Session`` handle given to a second ``AgentSession``: the handle is the first core's,
+    which releases it (and its writer lock) when it closes, under the second one."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r}: this Session handle belongs to another AgentSession already "
+            "(closing that one releases it); close that one, then open the session again for this one"
+        )
+
+
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -110,6 +121,9 @@ class Session:
         row is seldom read during a run)."""
         self._uncounted_leaf = ""
         self._uncounted_updated = 0
+        self.bound = False
+        """Bound to an ``AgentSession``: the handle is that core's from then on (it closes it), and
+        another core refuses it (``SessionBoundError``)."""
         self.settings_checked: tuple[object, ...] | None = None
         """What ``tether.session.wiring.record_settings`` last found nothing to record for."""
         self._unplaced = 0
