@@ -347,3 +347,36 @@ async def test_a_session_handle_bound_to_a_second_core_is_refused_at_once(manage
     added = await first.prompt("hi")  # the first goes on, the handle still its own
     assert [m["role"] for m in added] == ["user", "assistant"]
     await first.close()
+
+
+async def test_a_manager_closed_under_a_run_ends_it_with_a_session_error_saying_so(
+    store_location: str,
+) -> None:
+    """The manager closed (its store with it) while a tool runs: the run ended with what the
+    closed store raised first, "RuntimeError: the session store is closed" on SQLite, "read-only
+    here (opened read-only, or closed)" on PostgreSQL, neither naming what the program did."""
+    started, finish = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def wait() -> str:
+        """Wait until the test lets go."""
+        started.set()
+        await finish.wait()
+        return "waited"
+
+    model = ScriptedModel([reply(tool_call("wait")), reply("done")])
+    manager = SessionManager.at(store_location)
+    agent = Agent(model=model.model, stream_fn=model, tools=[wait])
+    core = AgentSession(agent, manager.create("/p"), sessions=manager)
+    async with asyncio.timeout(20):
+        run = asyncio.ensure_future(_awaited(core.prompt("go")))
+        await started.wait()
+        manager.close()
+        finish.set()
+        with pytest.raises(SessionError, match="its SessionManager is closed: close the AgentSession first"):
+            await run
+        await core.close()
+
+
+async def _awaited(run: Any) -> Any:
+    return await run

@@ -588,8 +588,22 @@ class AgentSession(Recovery, SessionOperations, ModelControl, McpControl, UserIn
         failure = self._session_failure or write_failure
         if failure is not None:
             self._raised_failure = True
-            raise failure
+            raise self._said_why(failure)
         return self._added
+
+    def _said_why(self, failure: SessionError) -> SessionError:
+        """A failure to store as the run raises it: when the session manager was closed under
+        the run (the program left its ``with SessionManager()`` first), that is what it says,
+        not what the closed store raised first ("the session store is closed" on SQLite, a
+        session "read-only here" on PostgreSQL, whose lock went with the connection)."""
+        if self._sessions is None or not self._sessions.closed:
+            return failure
+        named = SessionError(
+            f"could not store session {self.session_id}: its SessionManager is closed: close the "
+            "AgentSession first (or leave its `async with` before the manager's `with`)"
+        )
+        named.__cause__ = failure
+        return named
 
     async def _prompt_run(self, messages: list[AgentMessage]) -> list[AgentMessage]:
         self.require_model()  # no model chosen yet: one line saying how, before anything starts

@@ -30,6 +30,8 @@ class SessionManager:
         closes it."""
         self._owns_store = store is None or _owns_store
         self.store: SessionStore = store if store is not None else open_store()
+        self.closed = False
+        """``close()`` was called: a core whose store then fails to write names this as why."""
 
     @classmethod
     def at(cls, location: str | os.PathLike[str]) -> SessionManager:
@@ -219,6 +221,7 @@ class SessionManager:
 
     def close(self) -> None:
         """Close the store if this manager opened it; a store passed in is left open."""
+        self.closed = True
         if self._owns_store:
             self.store.close()
 
