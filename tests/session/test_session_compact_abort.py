@@ -21,9 +21,10 @@ from tether.agent import Agent
 from tether.session import SessionManager
 from tether.session.agent_session import AgentSession
 from tether.session.budget import CompactionSettings
-from tether.session.compaction import CompactionError
+from tether.session.compaction import SUMMARY_SYSTEM_PROMPT, CompactionError
 from tether.session.settings import Settings
 from tether.testing.loopback import LoopbackServer, Reply, loopback_model
+from tether.testing.scripted import ScriptedModel, reply
 
 WORDS = "lorem ipsum dolor sit amet " * 40
 
@@ -172,3 +173,51 @@ async def test_a_summary_answered_after_the_abort_is_not_stored(manager: Session
     assert events[-1]["type"] == "compaction_end" and events[-1]["aborted"] and "result" not in events[-1]
     assert [e["id"] for e in core.session.path()] == before  # type: ignore[union-attr]
     await core.close()
+
+
+@pytest.mark.parametrize("stop", ["close", "abort"])
+async def test_close_or_abort_ends_an_overflow_compaction_whose_summariser_stalled(
+    manager: SessionManager, monkeypatch: pytest.MonkeyPatch, stop: str
+) -> None:
+    """The compaction that recovers from a context overflow had no signal: ``abort()`` did not
+    reach its summary, and ``close()`` waited for the run, itself waiting on the summary, for
+    ever. The summariser here answers its abort (``abort``), or is deaf to it (``close`` gives
+    up on it after ``ABORT_GRACE``); the overflow's error reply stands, nothing compacted."""
+    monkeypatch.setattr(grace_module, "ABORT_GRACE", 0.05)
+    scripted = ScriptedModel([reply(error="prompt is too long: 250000 tokens > 200000 maximum")], model=MODEL)
+    asked, never = asyncio.Event(), asyncio.Event()
+
+    async def stream_fn(model: Any, context: Any, options: Any = None) -> Any:
+        if context.get("systemPrompt") == SUMMARY_SYSTEM_PROMPT:
+            asked.set()
+            signal = options.signal if options is not None else None
+            await (signal.wait() if stop == "abort" and signal is not None else never.wait())
+        return scripted(model, context, options)
+
+    core = _core(manager, MODEL, stream_fn)
+    before = [e["id"] for e in core.session.path()]  # type: ignore[union-attr]
+    events: list[dict[str, Any]] = []
+    core.subscribe(lambda event: events.append(dict(event)))
+    run = asyncio.ensure_future(_awaited(core.prompt("one more")))
+    async with asyncio.timeout(10):
+        await asked.wait()
+        if stop == "close":
+            await core.close()
+        else:
+            core.abort()
+        added = await run
+        await core.close()
+    assert [m["role"] for m in added] == ["user", "assistant"] and added[-1].get("stopReason") == "error"
+    ends = [e for e in events if e["type"] == "compaction_end"]
+    assert len(ends) == 1 and ends[0]["aborted"] and ends[0].get("result") is None and core.compactions == 0
+    session_id = core.session_id
+    assert session_id is not None
+    with manager.open(session_id) as reopened:  # the prompt and its error reply, no compaction
+        path = reopened.path()
+        assert [e["id"] for e in path][: len(before)] == before
+        assert "compaction" not in [e["type"] for e in path]
+        assert [m["role"] for m in reopened.messages][-2:] == ["user", "assistant"]
+
+
+async def _awaited(run: Any) -> Any:
+    return await run

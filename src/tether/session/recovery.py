@@ -17,7 +17,7 @@ from tether.ai.abort import AbortController
 from tether.ai.retry import backoff
 from tether.session.budget import is_context_overflow
 from tether.session.core_state import CoreState
-from tether.session.events import SessionEvent, newest_compaction_end
+from tether.session.events import SessionEvent, compaction_end, newest_compaction_end
 from tether.session.retry import is_transient_error
 from tether.session.settings import Retry as RetrySettings
 from tether.wire import AssistantMessage
@@ -50,25 +50,45 @@ class Recovery(CoreState):
         await self._retry_transient()
 
     async def _retry_overflow(self) -> None:
-        """Compact, then continue once; the failed reply stays on an abandoned branch."""
+        """Compact, then continue once; the failed reply stays on an abandoned branch. The
+        compaction is one ``abort()`` and ``close()`` reach, as a ``compact()`` is: a summariser
+        that stalled held the run, and ``close()`` with it, for ever."""
         session, last = self._session, self.last_assistant()
         compaction = self.compaction
         if session is None or last is None or not compaction.enabled or not is_context_overflow(last):
             return
         from tether.session.wiring import recover_from_overflow
 
-        await self._emit({"type": "compaction_start", "reason": "overflow"})
-        recovered = await recover_from_overflow(
-            session,
-            [last],
-            model=self.model,
-            stream_fn=self._stream_fn(reason="overflow"),
-            compaction=compaction,
-            signal=None,
-        )
-        if recovered:
-            self.compactions += 1
-        await self._emit(newest_compaction_end("overflow", session if recovered else None, recovered))
+        under_way, _ = self._compaction_begun(None)
+        try:
+            await self._emit({"type": "compaction_start", "reason": "overflow"})
+            work = under_way.work = asyncio.ensure_future(
+                recover_from_overflow(
+                    session,
+                    [last],
+                    model=self.model,
+                    stream_fn=self._stream_fn(reason="overflow"),
+                    compaction=compaction,
+                    signal=under_way.controller.signal,
+                )
+            )
+            try:
+                recovered = await work
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise  # the run itself was cancelled
+                recovered = False  # ``close()`` gave up on a summariser deaf to the abort
+            if recovered:
+                self.compactions += 1
+                await self._emit(newest_compaction_end("overflow", session, True))
+            elif under_way.controller.signal.aborted:
+                aborted = "summarising failed: the compaction was aborted"
+                await self._emit(compaction_end("overflow", None, aborted=True, error=aborted))
+            else:
+                await self._emit(newest_compaction_end("overflow", None, False))
+        finally:
+            self._compaction_over(under_way, None)
         if recovered:
             self._reload()
             self._recovering_overflow = True

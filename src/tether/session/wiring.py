@@ -183,9 +183,13 @@ async def recover_from_overflow(
     from tether.session.compaction import CompactionError, compact
 
     session.branch(session.entry(failed)["parentId"])
+    recovered = False
     try:
         await compact(session, model, stream_fn, settings=compaction, signal=signal)
+        recovered = True
     except CompactionError:
-        session.branch(failed)  # nothing to gain: keep the error where the user sees it
-        return False
-    return True
+        pass
+    finally:
+        if not recovered:  # nothing to gain, or aborted: keep the error where the user sees it
+            session.branch(failed)
+    return recovered
