@@ -474,7 +474,10 @@ async def test_a_failing_listener_ends_the_run_as_an_error() -> None:
     assert not agent.is_streaming
 
 
-async def test_continue_puts_drained_steering_back_if_the_run_never_delivers_it() -> None:
+async def test_continue_delivers_drained_steering_when_a_listener_fails_at_agent_start() -> None:
+    """Drained for ``continue_()``, the steering message is one of the run's prompts: in its
+    transcript from the start and announced before the error reply (as a prompt's), not lost
+    and not put back to run a second time."""
     agent, _ = make_agent(reply("never"))
     answer: AgentMessage = {
         "role": "assistant",
@@ -495,7 +498,9 @@ async def test_continue_puts_drained_steering_back_if_the_run_never_delivers_it(
 
     agent.subscribe(listener)
     await agent.continue_()
-    assert [content_of(m) for m in agent.steering_queue] == ["s"]
+    assert not agent.steering_queue
+    assert [m["role"] for m in agent.messages] == ["user", "assistant", "user", "assistant"]
+    assert content_of(agent.messages[2]) == "s" and agent.messages[3].get("stopReason") == "error"
 
 
 async def test_an_abort_before_the_first_step_aborts_the_run() -> None:

@@ -220,6 +220,20 @@ async def test_a_raising_listener_ends_the_run(kind: str, nth: int, keep_failing
     _assert_ended_with_error(recorder, result, "event listener")
 
 
+@pytest.mark.parametrize("kind", ["agent_start", "turn_start", "message_start"])
+async def test_a_listener_failing_before_the_prompt_is_announced_keeps_the_prompt(kind: str) -> None:
+    """The prompts are in the run's transcript before ``agent_start``, as pi's ``agentLoop`` puts
+    them, and announced before the error reply: a listener failing on ``agent_start`` lost the
+    user's prompt (the run's messages were the error reply alone, nothing announced it)."""
+    model = ScriptedModel(_responses())
+    recorder = FailingRecorder(kind)
+    result = await _run(AgentLoopConfig(model=model.model), model, recorder)
+    assert [m["role"] for m in result] == ["user", "assistant"] and result[0] == user("go")
+    ended = [e["message"] for e in recorder.events if e["type"] == "message_end"]
+    assert ended == result  # each announced once, the prompt before the error reply
+    _assert_ended_with_error(recorder, result, "event listener")
+
+
 async def test_a_listener_failing_in_a_parallel_batch_cancels_the_other_calls() -> None:
     model = ScriptedModel([reply(tool_call("slow", {"value": "s"}), tool_call("quick", {"value": "q"}))])
     recorder = FailingRecorder("tool_execution_end")

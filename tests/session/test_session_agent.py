@@ -260,3 +260,21 @@ async def test_an_agents_own_convert_to_llm_gets_the_sessions_roles_lowered(mana
     sent = [str(content_of(m)) for m in model.requests[0].context["messages"]]
     assert "SUMMARY of the talk" in sent[0] and "<command>\nls\n</command>" in sent[1]
     assert sent[2:] == ["hello", "be brief"]
+
+
+async def test_a_listener_failing_on_agent_start_keeps_the_users_prompt(manager: SessionManager) -> None:
+    """The run's error reply was all it recorded: the prompt, appended to the loop's transcript
+    after ``agent_start``, was never announced, so never stored."""
+    model = ScriptedModel([reply("never asked")])
+    core = AgentSession(Agent(model=model.model, stream_fn=model), manager.create("/p"))
+
+    def listen(event: Any) -> None:
+        if event["type"] == "agent_start":
+            raise RuntimeError("listener broke")
+
+    core.subscribe(listen)
+    added = await core.prompt("keep me")
+    assert [m["role"] for m in added] == ["user", "assistant"] and content_of(added[0]) == "keep me"
+    assert "event listener failed: RuntimeError: listener broke" in str(added[1].get("errorMessage"))
+    assert core.session is not None and core.session.messages == added and not model.requests
+    await core.close()

@@ -197,6 +197,7 @@ class _Run:
         "stream_fn",
         "streaming",
         "trace",
+        "unannounced",
         "user_sink",
     )
 
@@ -242,6 +243,10 @@ class _Run:
         """The assistant message whose ``message_start`` was emitted and ``message_end`` was not."""
         self.open_message: AgentMessage | None = None
         """The message whose ``message_start`` was emitted and ``message_end`` was not."""
+        self.unannounced: list[AgentMessage] = []
+        """The run's prompts not announced yet: in its transcript from the start, before
+        ``agent_start`` (as pi's ``agentLoop`` puts them), and announced before the error reply
+        when a listener fails first (``_end_failed``), so they are never lost with the run."""
         self.open_calls: tuple[AssistantMessage, list[ToolCall]] | None = None
         """A completed assistant message whose tool calls do not all have results yet."""
         self.runner: ToolRunner | None = None
@@ -283,15 +288,16 @@ class _Run:
             tools = {t.name: t.description for t in self.context.tools}
             self.trace = instrumentation.start_run(self.config.model, self.options, tools)
             self.sink = _traced_sink(self.trace, self.user_sink)
+        if prompts:
+            self.context.messages.extend(prompts)
+            self.new_messages.extend(prompts)
+            self.unannounced = prompts
         try:
             await self._emit({"type": "agent_start"})
             self.in_turn = True
             await self._emit({"type": "turn_start"})
-            if prompts:
-                self.context.messages.extend(prompts)
-                self.new_messages.extend(prompts)
-                for prompt in prompts:
-                    await self._announce(prompt)
+            while self.unannounced:
+                await self._announce(self.unannounced.pop(0))
             config = self.config
             sink = self.sink
             pending = await self._poll("get_steering_messages", config.get_steering_messages)
@@ -629,6 +635,10 @@ class _Run:
             if not self.in_turn:
                 self.in_turn = True
                 await self._quiet({"type": "turn_start"})
+            prompts, self.unannounced = self.unannounced, []
+            for prompt in prompts:  # a listener failed before they were announced
+                await self._quiet({"type": "message_start", "message": prompt})
+                await self._quiet({"type": "message_end", "message": prompt})
             self.context.messages.append(error)
             self.new_messages.append(error)
             await self._quiet({"type": "message_start", "message": error.copy()})
