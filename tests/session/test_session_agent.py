@@ -12,7 +12,8 @@ from tether.agent import Agent, default_convert_to_llm
 from tether.session import AgentSession, CompactionSettings, PromptEditor, SessionManager, Settings
 from tether.session.events import QueueSnapshot
 from tether.session.settings import Retry
-from tether.testing.scripted import ScriptedModel, reply
+from tether.testing.scripted import SCRIPTED_MODEL, ScriptedModel, reply
+from tether.wire import ModelInfo
 
 
 async def test_agent_runs_are_recorded_and_resume_into_a_new_agent(manager: SessionManager) -> None:
@@ -260,6 +261,36 @@ async def test_an_agents_own_convert_to_llm_gets_the_sessions_roles_lowered(mana
     sent = [str(content_of(m)) for m in model.requests[0].context["messages"]]
     assert "SUMMARY of the talk" in sent[0] and "<command>\nls\n</command>" in sent[1]
     assert sent[2:] == ["hello", "be brief"]
+
+
+async def test_developer_messages_survive_a_docstring_style_convert_to_llm(manager: SessionManager) -> None:
+    """For a model that takes the ``developer`` role, a file mention and an extension's custom
+    message go to it as developer messages, through a hook that hands the rest to
+    ``default_convert_to_llm`` too: that keeps the roles every provider knows, and dropped them."""
+    info = cast(ModelInfo, {**SCRIPTED_MODEL, "compat": {"supportsDeveloperRole": True}})
+    model = ScriptedModel([reply("ok"), reply("ok")], model=info)
+    session = manager.create("/p")
+    mention: Any = {"role": "fileMention", "files": [{"path": "a.py", "content": "print(1)"}], "timestamp": 1}
+    custom: Any = {"role": "custom", "customType": "x.y", "content": "ctx", "display": False, "timestamp": 2}
+    session.append_messages([mention, custom])
+
+    def convert(messages: list[Any]) -> list[Any]:
+        return default_convert_to_llm(messages)
+
+    async def convert_later(messages: list[Any]) -> list[Any]:
+        return default_convert_to_llm(messages)
+
+    for hook in (convert, convert_later):
+        agent = Agent(model=info, stream_fn=model, convert_to_llm=hook)
+        core = AgentSession(agent, manager.open(session.id) if hook is convert_later else session)
+        await core.prompt("hello")
+        sent = model.requests[-1].context["messages"]
+        assert [m["role"] for m in sent[:3]] == ["developer", "developer", "user"]
+        assert (
+            '<file path="a.py">\nprint(1)\n</file>' in str(content_of(sent[0]))
+            and content_of(sent[1]) == "ctx"
+        )
+        await core.close()
 
 
 async def test_a_listener_failing_on_agent_start_keeps_the_users_prompt(manager: SessionManager) -> None:

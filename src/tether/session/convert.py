@@ -21,6 +21,7 @@ itself, in one pass over the transcript.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
@@ -151,9 +152,52 @@ def lower_after(
     then the agent's own ``convert_to_llm`` lowers its message kinds, left as they were: a hook
     written as ``Agent`` suggests (lower mine, hand the rest to ``default_convert_to_llm``) ran
     first and dropped every session role, a compaction's summary with them. Its answer is the
-    loop's to check (one that is no list is named as the hook's)."""
+    loop's to check (one that is no list is named as the hook's).
+
+    For a model that takes the ``developer`` role, the hook sees each developer message (a file
+    mention, a custom message) as a user message of the same content, and what it keeps of
+    those as they came goes to the model as developer again: a hook that hands the rest to
+    ``default_convert_to_llm`` (which keeps the roles every provider knows) dropped them."""
     lower = lower_for(model, others=True)
-    return lambda messages: own(cast(list[AgentMessage], lower(messages)))
+
+    def convert(messages: list[AgentMessage]) -> list[Message] | Awaitable[list[Message]]:
+        lowered = cast(list[Any], lower(messages))
+        if not supports_developer_role(model()):
+            return own(lowered)
+        # ``id`` of a stand-in → the stand-in (held here: no other object takes its id meanwhile)
+        # and the developer message it stands in for
+        stand_ins: dict[int, tuple[Any, Any]] = {}
+        shown: list[Any] = []
+        for message in lowered:
+            if message["role"] == "developer":
+                stand_in = _developer_as_user(message)
+                stand_ins[id(stand_in)] = (stand_in, message)
+                message = stand_in
+            shown.append(message)
+        answer = own(shown)
+        if not stand_ins:
+            return answer
+        if inspect.isawaitable(answer):
+            return _restored_later(answer, stand_ins)
+        return _restored(answer, stand_ins)
+
+    return convert
+
+
+def _restored(answer: Any, stand_ins: dict[int, tuple[Any, Any]]) -> Any:
+    """``answer`` with each developer message's stand-in (``lower_after``) the message again;
+    anything but a list as it came (the loop names what the hook returned)."""
+    if not isinstance(answer, list):
+        return answer
+    restored: list[Any] = []
+    for m in cast(list[Any], answer):
+        pair = stand_ins.get(id(m))
+        restored.append(pair[1] if pair is not None and pair[0] is m else m)
+    return restored
+
+
+async def _restored_later(answer: Awaitable[Any], stand_ins: dict[int, tuple[Any, Any]]) -> Any:
+    return _restored(await answer, stand_ins)
 
 
 # --- renderings ---------------------------------------------------------------------------------
