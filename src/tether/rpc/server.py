@@ -203,8 +203,10 @@ class RpcServer(CommandDispatch):
             return ANSWERED
         if not self.core.is_running:
             self.core.require_model()  # refused before it starts, as pi's preflight refuses it
-            self._respond(params.get("id"), "prompt", data={"disposition": "started"})
+            # Started, then answered: a run refused (a compaction under way) is its one response,
+            # an error; its events wait for the run's task, so none comes before ``started``.
             self._start(text, images, params.get("id"))
+            self._respond(params.get("id"), "prompt", data={"disposition": "started"})
             return ANSWERED
         behavior = params.get("streamingBehavior")
         if behavior is None:
