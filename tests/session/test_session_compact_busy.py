@@ -249,3 +249,28 @@ async def test_a_command_during_a_compaction_is_one_line(manager: SessionManager
         _held(core).release.set()
         await work
         await core.close()
+
+
+async def test_a_listener_failing_on_compaction_start_leaves_no_compaction_behind(
+    manager: SessionManager,
+) -> None:
+    """A ``compaction_start`` listener that raises fails the compaction before it began (no
+    ``compaction_end`` follows): it was still counted as running, so ``is_compacting`` stayed true
+    and every later command was refused "while a compaction runs"."""
+    async with asyncio.timeout(TIMEOUT):  # a failure, not a hang, on a core that waits
+        core = _core(manager, reply("THE SUMMARY"))
+        _held(core).release.set()
+
+        def listen(event: Any) -> None:
+            if event["type"] == "compaction_start":
+                raise RuntimeError("the listener broke")
+
+        unsubscribe = core.subscribe(listen)
+        with pytest.raises(RuntimeError, match="the listener broke"):
+            await core.compact()
+        assert not core.is_compacting and core.compactions == 0
+        unsubscribe()
+        result = await execute(core, "/name other")
+        assert not result.error, result.text
+        assert (await core.compact()).summary == "THE SUMMARY"
+        await core.close()

@@ -330,9 +330,21 @@ class CoreState:
 
     async def _emit(self, event: SessionEvent) -> None:
         if event["type"] == "compaction_start":
+            # A listener failing on the start fails the compaction before it began (no
+            # ``compaction_end`` follows): left counted, ``is_compacting`` stayed true for good,
+            # and every command after it was refused as "while a compaction runs".
             self._compacting += 1
-        elif event["type"] == "compaction_end":
+            try:
+                await self._deliver_to_listeners(event)
+            except BaseException:
+                self._compacting -= 1
+                raise
+            return
+        if event["type"] == "compaction_end":
             self._compacting -= 1
+        await self._deliver_to_listeners(event)
+
+    async def _deliver_to_listeners(self, event: SessionEvent) -> None:
         grace = self._grace
         for listener in self._listeners:
             if grace is not None and grace.hung and grace.skips(listener):
